@@ -1,0 +1,108 @@
+"""Execution engines: compile many kernel steps into one call and run them.
+
+An engine owns a backing library (numpy, JAX, TensorFlow, ONNX Runtime). ``build`` does the
+allocation and compilation (timed as *setup*); the returned executor's ``run`` advances the
+state by ``nsamples * sample_every`` steps inside compiled code, sampling the kernel's probe
+after every ``sample_every`` steps and, where the kernel has a spike rule, recording spikes at
+step resolution.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.ops import Ops
+
+OpsWrapper = Callable[[Ops], Ops]
+"""Turns an engine's raw ops into emulating ops (supplied by :mod:`hwbench.accuracy`)."""
+
+
+@runtime_checkable
+class SteppedOps(Protocol):
+    """Optional protocol of (emulating) ops that need to know the step and report counters.
+
+    Engines check ``isinstance(ops, SteppedOps)``. Around every kernel step they call
+    ``begin_step(k)`` with the *global* step index ``k`` (a traced integer scalar inside compiled
+    loops; it seeds counter-based stochastic rounding, so results do not depend on evaluation
+    order) and, after the step, ``end_step()``, which returns a 1-D int32 array with one count per
+    name in ``counter_names`` for that step. The engine sums these over the call and returns them
+    in :attr:`RunOutput.counters`. ``load(state)`` / ``store(state)`` wrap the state on entry and
+    round it to the profile's storage format on exit.
+    """
+
+    counter_names: tuple[str, ...]
+
+    def begin_step(self, step: Any) -> None: ...
+    def end_step(self) -> Any: ...
+    def load(self, state: Any) -> Any: ...
+    def store(self, state: Any) -> Any: ...
+
+
+@dataclass
+class RunOutput:
+    """What one executor call returns, as host numpy arrays.
+
+    ``spikes[k, c]`` is the step offset (0..sample_every-1) inside sample window ``k`` at which
+    cell ``c`` first crossed the spike threshold upward, or -1.
+    """
+
+    state: Any
+    probes: np.ndarray
+    spikes: np.ndarray | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+class Executor(ABC):
+    """A compiled kernel ready to run; ``setup_s`` is what building it cost."""
+
+    setup_s: float = 0.0
+
+    @abstractmethod
+    def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
+        """Run ``nsamples * sample_every`` steps from ``state`` with ``inputs`` held fixed."""
+
+
+class Engine(ABC):
+    """A way to run kernels on this host (registered through ``hwbench_engines``)."""
+
+    name: str
+    dtypes: tuple[str, ...] = ("float32", "float64")
+    summary: str = ""
+
+    @abstractmethod
+    def available(self) -> tuple[bool, str]:
+        """Whether the backing library imports here, and why not (cheap: no heavy import)."""
+
+    @abstractmethod
+    def build(
+        self,
+        kernel: Kernel,
+        workload: Workload,
+        *,
+        dtype: str = "float32",
+        sample_every: int | None = None,
+        ops_wrapper: OpsWrapper | None = None,
+    ) -> Executor:
+        """Allocate and compile; raise UnavailableError if the library is missing."""
+
+
+def kernel_params(workload: Workload, to_float: Callable[[Any], Any], to_int: Callable[[Any], Any]) -> dict[str, Any]:
+    """The ``params`` dict every engine passes to ``Kernel.step``.
+
+    Float parameters (scalars or per-cell arrays) go through ``to_float`` (engine arrays of the
+    working dtype; scalars may stay Python floats), integer arrays (connectivity) through
+    ``to_int``, and ``n`` is the workload size as a Python int (static for compilers).
+    """
+    params: dict[str, Any] = {}
+    for key, value in workload.params.items():
+        params[key] = float(value) if np.ndim(value) == 0 else to_float(np.asarray(value))
+    for key, value in workload.arrays.items():
+        params[key] = to_int(value) if np.issubdtype(np.asarray(value).dtype, np.integer) else to_float(value)
+    params["n"] = int(workload.size)
+    return params

@@ -1,0 +1,1 @@
+"""Execution engines (numpy, JAX, TensorFlow, ONNX Runtime). Each imports its library lazily."""

@@ -1,0 +1,151 @@
+"""The Kernel contract: a workload written once against :mod:`hwbench.core.ops`.
+
+A kernel says what its state is, how to build a seeded workload of a given size, how one time
+step updates the state, what to probe, and how much arithmetic and memory traffic a step costs.
+Engines compile many steps of ``step`` into one call; the accuracy layer runs the same ``step``
+under an emulating ops namespace.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from hwbench.core.errors import UsageError
+from hwbench.core.ops import OpClass, Ops
+
+WORKLOAD_FORMAT = "hwbench-workload/1"
+
+
+class KernelInfo(BaseModel):
+    """What ``hwbench kernels`` shows and what devices consult in ``supports()``."""
+
+    name: str
+    summary: str
+    family: str = Field(description="dynamics family: 'conductance' (HH-type), 'lif', 'dl', ...")
+    state_names: list[str]
+    probe: str = Field(description="the signal sampled every `sample_every` steps")
+    op_classes: list[OpClass]
+    dt_ms: float | None = None
+    sample_every: int = 1
+    sources: list[str] = []
+
+
+@dataclass
+class SpikeRule:
+    """Spikes are upward crossings of ``threshold`` by state row ``row``, detected every step."""
+
+    row: int
+    threshold: float
+
+
+@dataclass
+class Workload:
+    """Everything that fixes a run: parameters, connectivity, initial state, seed.
+
+    Arrays live in ``arrays`` (saved to ``.npz``); scalars and descriptive metadata in ``meta``
+    (saved as JSON inside the same file), so two machines can run exactly the same network.
+    """
+
+    kernel: str
+    size: int
+    meta: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    state0: Any = None
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        scalars = {k: v for k, v in self.params.items() if np.ndim(v) == 0}
+        payload = {f"param__{k}": np.asarray(v) for k, v in self.params.items() if np.ndim(v) > 0}
+        payload.update({f"array__{k}": v for k, v in self.arrays.items()})
+        states = self.state0 if isinstance(self.state0, (tuple, list)) else [self.state0]
+        payload.update({f"state__{i}": np.asarray(s) for i, s in enumerate(states)})
+        header = {
+            "format": WORKLOAD_FORMAT,
+            "kernel": self.kernel,
+            "size": self.size,
+            "meta": self.meta,
+            "scalars": {k: float(v) for k, v in scalars.items()},
+            "state_is_sequence": isinstance(self.state0, (tuple, list)),
+        }
+        tmp = path.with_name(path.name + ".partial")
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8), **payload)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Workload:
+        path = Path(path)
+        try:
+            data = np.load(path, allow_pickle=False)
+            header = json.loads(bytes(data["__header__"]).decode())
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{path}: not a hwbench workload file ({exc.__class__.__name__})") from None
+        if header.get("format") != WORKLOAD_FORMAT:
+            raise UsageError(f"{path}: workload format {header.get('format')!r}, expected {WORKLOAD_FORMAT!r}")
+        params: dict[str, Any] = dict(header["scalars"])
+        arrays: dict[str, np.ndarray] = {}
+        states: dict[int, np.ndarray] = {}
+        for key in data.files:
+            if key.startswith("param__"):
+                params[key[7:]] = data[key]
+            elif key.startswith("array__"):
+                arrays[key[7:]] = data[key]
+            elif key.startswith("state__"):
+                states[int(key[7:])] = data[key]
+        ordered = [states[i] for i in sorted(states)]
+        state0: Any = tuple(ordered) if header["state_is_sequence"] else ordered[0]
+        return cls(header["kernel"], header["size"], header["meta"], params, arrays, state0)
+
+
+class Kernel(ABC):
+    """A simulation or AI workload. Subclasses are registered through ``hwbench_kernels``."""
+
+    info: KernelInfo
+    spike_rule: SpikeRule | None = None
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @abstractmethod
+    def make_workload(self, size: int, *, connected: bool = True, seed: int = 0, **overrides: Any) -> Workload:
+        """Build a seeded workload. ``size`` is the kernel's natural size (cells, neurons)."""
+
+    @abstractmethod
+    def step(self, ops: Ops, state: Any, params: dict[str, Any], inputs: dict[str, Any], t: Any) -> Any:
+        """Advance ``state`` by one time step. ``t`` is the step index inside the current call.
+
+        ``params`` is :func:`hwbench.core.engine.kernel_params` of the workload: parameters and
+        arrays as engine arrays, plus ``n`` (the size, a Python int). Write it as plain
+        arithmetic plus ``ops`` calls, with no Python branching on array values, so that every
+        engine can compile it and every numerics profile can round it.
+        """
+
+    def probe(self, state: Any) -> Any:
+        """The sampled signal (default: row 0 of the state)."""
+        return state[0]
+
+    def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
+        """Inputs that may change between calls (e.g. applied current); none by default."""
+        return {}
+
+    def flops_per_step(self, workload: Workload) -> float:
+        """Floating-point operations per step (for FLOPS and roofline metrics)."""
+        return float("nan")
+
+    def bytes_per_step(self, workload: Workload) -> float:
+        """Bytes of state and parameters touched per step."""
+        return float("nan")
+
+    def memory_estimate(self, size: int, *, connected: bool = True) -> int:
+        """Bytes a workload of this size needs in host memory (the memory guard uses it)."""
+        return 0

@@ -1,0 +1,1 @@
+"""Built-in plugins, registered through the same hooks as third-party ones."""

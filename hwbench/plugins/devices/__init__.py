@@ -1,0 +1,1 @@
+"""Built-in device plugins, one module per device."""

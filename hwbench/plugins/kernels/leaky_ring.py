@@ -1,0 +1,71 @@
+"""``leaky-ring``: the smallest kernel that exercises every part of the ops contract.
+
+Leaky units on a ring with diffusive coupling through gather / scatter-add, an exponential
+nonlinearity and a threshold. It exists to test engines, plugins and emulation quickly; it
+models nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.kernel import Kernel, KernelInfo, SpikeRule, Workload
+from hwbench.core.ops import OpClass, Ops
+
+
+class LeakyRingKernel(Kernel):
+    info = KernelInfo(
+        name="leaky-ring",
+        summary="Toy: leaky units on a ring, diffusive gather/scatter coupling (tests only)",
+        family="toy",
+        state_names=["v", "w"],
+        probe="v",
+        op_classes=[OpClass.ADD, OpClass.MUL, OpClass.DIV, OpClass.EXP, OpClass.GATHER, OpClass.STORE],
+        dt_ms=0.1,
+        sample_every=10,
+    )
+    spike_rule = SpikeRule(row=0, threshold=0.5)
+
+    def make_workload(self, size: int, *, connected: bool = True, seed: int = 0, **overrides: Any) -> Workload:
+        rng = np.random.default_rng(seed)
+        idx = np.arange(size)
+        src = np.concatenate([idx, idx]) if connected else np.zeros(0, np.int64)
+        tgt = np.concatenate([(idx + 1) % size, (idx - 1) % size]) if connected else np.zeros(0, np.int64)
+        order = np.argsort(tgt, kind="stable")
+        params: dict[str, Any] = {"tau": 5.0, "g": 0.2, "dt": 0.1, "drive": 0.12}
+        params.update(overrides)
+        state0 = np.stack([rng.normal(0.0, 0.3, size), np.zeros(size)])
+        return Workload(
+            "leaky-ring",
+            size,
+            {"connected": connected, "seed": seed},
+            params,
+            {"src": src[order].astype(np.int32), "tgt": tgt[order].astype(np.int32)},
+            state0,
+        )
+
+    def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
+        return {"I_app": np.zeros(workload.size)}
+
+    def step(self, ops: Ops, state: Any, params: dict[str, Any], inputs: dict[str, Any], t: Any) -> Any:
+        v, w = state[0], state[1]
+        n = params["n"]
+        diff = ops.gather(v, params["src"]) - ops.gather(v, params["tgt"])
+        coupling = ops.scatter_add(params["g"] * diff, params["tgt"], n)
+        gain = 1 / (1 + ops.exp(-(v - 0.2) / 0.1))
+        dv = -v / params["tau"] + params["drive"] * gain - w + coupling + inputs["I_app"]
+        dw = (0.5 * v - w) / (4 * params["tau"])
+        dt = params["dt"]
+        return ops.stack([v + dt * dv, w + dt * dw])
+
+    def flops_per_step(self, workload: Workload) -> float:
+        return 20.0 * workload.size + 4.0 * len(workload.arrays["src"])
+
+    def memory_estimate(self, size: int, *, connected: bool = True) -> int:
+        return 8 * size * (2 + 4 + (4 if connected else 0))
+
+
+def kernels() -> list[Kernel]:
+    return [LeakyRingKernel()]

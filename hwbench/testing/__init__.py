@@ -1,0 +1,1 @@
+"""Test helpers for hwbench users and plugin authors (pytest plugin, strategies, conformance)."""

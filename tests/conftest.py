@@ -1,0 +1,19 @@
+"""Shared test configuration: hypothesis profiles.
+
+``ci`` (default): derandomised, at least 10,000 examples for properties marked with
+``settings(max_examples=...)`` via the ``EXAMPLES`` constant; ``thorough``: 10x more; ``dev``: fast.
+Select with ``HWBENCH_HYPOTHESIS_PROFILE``.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=10_000, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=300, deadline=None)
+settings.load_profile(os.environ.get("HWBENCH_HYPOTHESIS_PROFILE", "ci"))
