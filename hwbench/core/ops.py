@@ -79,11 +79,13 @@ class Ops(Protocol):
     def less(self, x: Any, y: Any) -> Any: ...
     def gather(self, x: Any, index: Any) -> Any:
         """``x[index]`` along the last axis (index is an integer array)."""
+
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
         """A length-``size`` array ``out`` with ``out[index[j]] += values[j]``.
 
         Engines may use the fact that index is sorted ascending (kernels say so in the workload).
         """
+
     def sum(self, x: Any, axis: int) -> Any: ...
     def matmul(self, a: Any, b: Any) -> Any: ...
     def stack(self, xs: list[Any]) -> Any: ...

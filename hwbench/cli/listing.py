@@ -1,0 +1,161 @@
+"""``hwbench devices | kernels | metrics | engines | plugins``: what is registered, and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from hwbench.cli.output import print_json, print_table, warn
+from hwbench.core.device import Device
+from hwbench.core.plugins import Registry, get_registry
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON only on stdout.")
+
+
+def _warn_failed(registry: Registry) -> None:
+    failed = registry.failed
+    if failed:
+        names = ", ".join(p.name for p in failed)
+        warn(f"{len(failed)} plugin(s) failed to load: {names} (see 'hwbench plugins')")
+
+
+def device_record(device: Device) -> dict[str, Any]:
+    """Everything ``hwbench devices --json`` says about one device, profiles with their sources."""
+    try:
+        probe = device.probe()
+        status, reason = probe.status, probe.reason
+    except Exception as exc:  # a device plugin's probe must not take the listing down
+        status, reason = "unavailable", f"probe failed: {exc.__class__.__name__}: {exc}"
+    profiles: dict[str, Any] = {}
+    for mode in device.modes:
+        try:
+            profile = device.numerics(mode)
+            profiles[mode] = None if profile is None else profile.model_dump(mode="json")
+        except Exception as exc:
+            profiles[mode] = {"error": f"{exc.__class__.__name__}: {exc}"}
+    return {
+        "name": device.name,
+        "status": status,
+        "reason": reason,
+        "modes": list(device.modes),
+        "default_mode": device.default_mode,
+        "spec": device.spec.model_dump(mode="json"),
+        "profiles": profiles,
+    }
+
+
+@click.command()
+@json_option
+def devices(as_json: bool) -> None:
+    """List devices: real, emulated or unavailable here, and why."""
+    registry = get_registry()
+    records = [device_record(d) for d in registry.devices.values()]
+    if as_json:
+        print_json(records)
+    else:
+        print_table(
+            "Devices",
+            ["name", "chip", "status", "modes", "why"],
+            [
+                (
+                    r["name"],
+                    f"{r['spec']['vendor']} {r['spec']['model']}",
+                    r["status"],
+                    ", ".join(r["modes"]),
+                    r["reason"],
+                )
+                for r in records
+            ],
+        )
+    _warn_failed(registry)
+
+
+@click.command()
+@json_option
+def kernels(as_json: bool) -> None:
+    """List kernels and the op classes they use."""
+    registry = get_registry()
+    records = [k.info.model_dump(mode="json") for k in registry.kernels.values()]
+    if as_json:
+        print_json(records)
+    else:
+        print_table(
+            "Kernels",
+            ["name", "family", "state", "probe", "summary"],
+            [(r["name"], r["family"], len(r["state_names"]), r["probe"], r["summary"]) for r in records],
+        )
+    _warn_failed(registry)
+
+
+@click.command()
+@json_option
+def metrics(as_json: bool) -> None:
+    """List accuracy, check and performance metrics."""
+    registry = get_registry()
+    records = [m.info.model_dump(mode="json") for m in registry.metrics.values()]
+    if as_json:
+        print_json(records)
+    else:
+        print_table(
+            "Metrics",
+            ["name", "kind", "unit", "summary"],
+            [(r["name"], r["kind"], r["unit"], r["summary"]) for r in records],
+        )
+    _warn_failed(registry)
+
+
+@click.command()
+@json_option
+def engines(as_json: bool) -> None:
+    """List execution engines and whether their library is installed here."""
+    registry = get_registry()
+    records = []
+    for engine in registry.engines.values():
+        ok, reason = engine.available()
+        records.append(
+            {
+                "name": engine.name,
+                "available": ok,
+                "reason": reason,
+                "dtypes": list(engine.dtypes),
+                "summary": engine.summary,
+            }
+        )
+    if as_json:
+        print_json(records)
+    else:
+        print_table(
+            "Engines",
+            ["name", "available", "dtypes", "summary / why not"],
+            [
+                (
+                    r["name"],
+                    "yes" if r["available"] else "no",
+                    ", ".join(r["dtypes"]),
+                    r["summary"] if r["available"] else r["reason"],
+                )
+                for r in records
+            ],
+        )
+    _warn_failed(registry)
+
+
+@click.command()
+@json_option
+def plugins(as_json: bool) -> None:
+    """List plugins (built-in and installed), what each registered, and failures."""
+    registry = get_registry()
+    records = [p.as_dict() for p in registry.plugins]
+    if as_json:
+        print_json(records)
+        return
+    rows = []
+    for r in records:
+        provided = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["provides"].items())
+        origin = r["source"] if not r["distribution"] else f"{r['distribution']} {r['version']}"
+        rows.append((r["name"], origin, r["status"], provided or "-", r["error"] or ""))
+    print_table("Plugins", ["name", "from", "status", "provides", "error"], rows)
+
+
+COMMANDS = [devices, kernels, metrics, engines, plugins]

@@ -1,0 +1,33 @@
+"""Output helpers: rich on a terminal, plain JSON on stdout with ``--json``, diagnostics on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+stdout = Console(soft_wrap=False)
+stderr = Console(stderr=True)
+
+
+def print_json(data: Any) -> None:
+    """Data only, on stdout, so ``hwbench X --json | jq`` always works."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    stdout.print(table)
+
+
+def warn(message: str) -> None:
+    stderr.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
