@@ -59,9 +59,15 @@ class RunOutput:
 
 
 class Executor(ABC):
-    """A compiled kernel ready to run; ``setup_s`` is what building it cost."""
+    """A compiled kernel ready to run; ``setup_s`` is what building it cost.
+
+    ``engine_name`` and ``detail`` (e.g. the ONNX Runtime provider that ran) end up in results.
+    """
 
     setup_s: float = 0.0
+    engine_name: str = "unknown"
+    dtype: str = "float32"
+    detail: str = ""
 
     @abstractmethod
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:

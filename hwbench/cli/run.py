@@ -1,0 +1,131 @@
+"""``hwbench run``: one kernel on one device, probed traces and timings to a JSON file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from hwbench.cli.common import device_option, engine_option, json_option, kernel_option, mode_option
+from hwbench.cli.output import print_json, print_table, stderr
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import Workload
+from hwbench.core.plugins import get_registry
+from hwbench.core.results import RunResult, write_json
+from hwbench.core.runner import build, prepare, timed_runs, timing_record
+
+
+def spike_lists(spikes: np.ndarray | None, sample_every: int) -> list[list[int]]:
+    """Per cell, the global step index of every spike (from per-block first-crossing offsets)."""
+    if spikes is None:
+        return []
+    blocks, cells = np.nonzero(spikes >= 0)
+    steps = blocks * sample_every + spikes[blocks, cells]
+    out: list[list[int]] = [[] for _ in range(spikes.shape[1])]
+    for c, s in zip(cells.tolist(), steps.tolist(), strict=True):
+        out[c].append(int(s))
+    return out
+
+
+@click.command()
+@kernel_option()
+@device_option()
+@mode_option
+@engine_option
+@click.option("--cells", type=int, default=None, help="Network size in cells (io-ehh connected: a cube n^3).")
+@click.option("--unconnected", is_flag=True, help="No gap junctions.")
+@click.option("--ms", type=float, default=100.0, show_default=True, help="Biological time to simulate.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--repeats", type=int, default=1, show_default=True, help="Timed repeats (minimum reported).")
+@click.option("--workload", "workload_file", type=click.Path(dir_okay=False), help="Load a saved workload (.npz).")
+@click.option("--save-workload", type=click.Path(dir_okay=False), help="Save the workload (.npz) for another machine.")
+@click.option("--probe-cells", type=int, default=None, help="Keep traces of the first N cells only (default all).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the result (traces + timings) as JSON.")
+@json_option
+def run(
+    kernel: str,
+    device: str,
+    mode: str | None,
+    engine: str | None,
+    cells: int | None,
+    unconnected: bool,
+    ms: float,
+    seed: int,
+    repeats: int,
+    workload_file: str | None,
+    save_workload: str | None,
+    probe_cells: int | None,
+    out: str | None,
+    as_json: bool,
+) -> None:
+    """Run a kernel on a device once and report traces and timings."""
+    registry = get_registry()
+    k = registry.kernel(kernel)
+    if repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    workload = Workload.load(workload_file) if workload_file else None
+    if workload is None and cells is None:
+        cells = 729 if k.name == "io-ehh" else 1000
+    prep = prepare(
+        registry,
+        kernel=kernel,
+        device=device,
+        mode=mode,
+        size=cells,
+        connected=not unconnected,
+        seed=seed,
+        workload=workload,
+    )
+    if save_workload:
+        prep.workload.save(save_workload)
+    dt = k.info.dt_ms or 1.0
+    sample_ms = dt * k.info.sample_every
+    nsamples = round(ms / sample_ms)
+    if nsamples < 1 or abs(nsamples * sample_ms - ms) > 1e-9 * max(ms, 1.0):
+        raise UsageError(f"--ms must be a positive multiple of the sample interval {sample_ms:g} ms, got {ms:g}")
+    stderr.print(f"building {k.name} on {prep.device.name} ({prep.execution}, mode {prep.mode}) ...", highlight=False)
+    executor, setup_s = build(prep, engine=engine)
+    inputs = k.default_inputs(prep.workload)
+    result_out, samples = timed_runs(executor, prep.workload.state0, inputs, nsamples, repeats)
+    timing = timing_record(prep, executor, setup_s, samples, nsamples)
+    probes = np.asarray(result_out.probes)
+    ncols = probes.shape[1] if probes.ndim == 2 else 1
+    keep = list(range(min(ncols, probe_cells) if probe_cells else ncols))
+    profile = prep.device.numerics(prep.mode) if prep.execution == "emulated" else None
+    result = RunResult(
+        timing=timing,
+        profile=None if profile is None else profile.name,
+        workload={"kernel": k.name, "size": prep.workload.size, **prep.workload.meta},
+        sample_interval_ms=sample_ms,
+        probe=k.info.probe,
+        probe_cells=keep,
+        traces=probes.reshape(len(probes), -1)[:, keep].astype(float).tolist(),
+        spikes=spike_lists(result_out.spikes, k.info.sample_every),
+        counters=result_out.counters,
+    )
+    if out:
+        write_json(result, Path(out))
+        stderr.print(f"wrote {out}", highlight=False)
+    if as_json:
+        print_json(result.model_dump(mode="json", by_alias=True, exclude={"traces", "spikes"}))
+        return
+    print_table(
+        f"{k.name} on {prep.device.name} [{prep.execution}]",
+        ["engine", "dtype", "cells", "gap junctions", "setup s", "run s", "us/step", "RTF"],
+        [
+            (
+                timing.engine,
+                timing.dtype,
+                timing.ncells,
+                timing.ngj,
+                f"{timing.setup_s:.3f}",
+                f"{timing.run_s:.4f}",
+                f"{timing.us_per_step:.2f}",
+                f"{timing.rtf:.3g}",
+            )
+        ],
+    )
+
+
+COMMANDS = [run]

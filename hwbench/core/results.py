@@ -1,0 +1,111 @@
+"""Versioned result schemas: everything hwbench writes to disk is one of these pydantic models.
+
+Each model has a ``schema`` literal naming its kind and version; ``hwbench schema NAME`` prints the
+published JSON Schema. Files are written atomically (temporary file, then rename), so an
+interrupted run never leaves a half-written result that looks complete.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from hwbench import __version__
+
+
+class HostInfo(BaseModel):
+    hostname: str
+    platform: str
+    python: str
+    cpu: str
+    cores: int
+
+    @classmethod
+    def here(cls) -> HostInfo:
+        from hwbench.plugins.devices.cpu import _host_cpu  # cheap, no heavy import
+
+        return cls(
+            hostname=platform.node(),
+            platform=platform.platform(),
+            python=platform.python_version(),
+            cpu=_host_cpu(),
+            cores=os.cpu_count() or 1,
+        )
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Provenance(BaseModel):
+    """Who produced a result, where, when — and whether the device was real or emulated."""
+
+    hwbench_version: str = __version__
+    created: str = Field(default_factory=now_iso)
+    host: HostInfo = Field(default_factory=HostInfo.here)
+
+
+class Timing(BaseModel):
+    """One timed configuration of the performance protocol (or of a single run)."""
+
+    kernel: str
+    device: str
+    mode: str
+    execution: Literal["real", "emulated"]
+    engine: str
+    dtype: str
+    ncells: int
+    ngj: int
+    connected: bool
+    setup_s: float = Field(description="allocation + compilation, reported apart from run time")
+    run_s: float = Field(description="minimum wall time over the timed repeats, transfers included")
+    run_s_all: list[float]
+    simulated_ms: float
+    steps: int
+    us_per_step: float
+    rtf: float = Field(description="wall time / simulated time (1 = real time; < 1 faster)")
+    cell_steps_per_s: float
+
+
+class RunResult(BaseModel):
+    schema_: Literal["hwbench.run/1"] = Field("hwbench.run/1", alias="schema")
+    provenance: Provenance = Field(default_factory=Provenance)
+    timing: Timing
+    profile: str | None = Field(None, description="numerics profile name when emulated")
+    workload: dict = Field(default_factory=dict, description="kernel, size, seed, connected, overrides")
+    sample_interval_ms: float
+    probe: str
+    probe_cells: list[int]
+    traces: list[list[float]] = Field(default_factory=list, description="[sample][cell] probe values")
+    spikes: list[list[int]] = Field(default_factory=list, description="[cell] spike step indices")
+    counters: dict[str, int] = Field(default_factory=dict)
+
+    model_config = {"populate_by_name": True}
+
+
+class BenchResult(BaseModel):
+    schema_: Literal["hwbench.bench/1"] = Field("hwbench.bench/1", alias="schema")
+    provenance: Provenance = Field(default_factory=Provenance)
+    protocol: dict = Field(description="sizes, simulated ms, repeats, steps fused per call")
+    timings: list[Timing]
+    skipped: list[dict] = Field(default_factory=list, description="configurations refused, with reason")
+
+    model_config = {"populate_by_name": True}
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {"run": RunResult, "bench": BenchResult}
+
+
+def write_json(model: BaseModel, path: str | Path) -> Path:
+    """Write atomically: a crash mid-write leaves no file that looks complete."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(model.model_dump_json(by_alias=True, indent=1))
+    tmp.replace(path)
+    return path
