@@ -72,8 +72,12 @@ class Device(ABC):
     def probe(self) -> ProbeResult:
         """Real, emulated or unavailable here, with a human-readable reason. Must be cheap."""
 
-    def numerics(self, mode: str | None = None) -> NumericsProfile | None:
-        """The arithmetic of ``mode`` as a numerics profile (None: native IEEE of the host)."""
+    def numerics(self, mode: str | None = None, overrides: dict[str, Any] | None = None) -> NumericsProfile | None:
+        """The arithmetic of ``mode`` as a numerics profile (None: native IEEE of the host).
+
+        ``overrides`` sets the profile's documented, overridable parameters (e.g. the GroqChip's
+        assumed reduced-precision width); unknown keys are a UsageError naming the valid ones.
+        """
         return None
 
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
@@ -88,6 +92,12 @@ class Device(ABC):
         *,
         mode: str | None = None,
         engine: str | None = None,
-        dtype: str = "float32",
+        dtype: str | None = None,
+        profile: NumericsProfile | None = None,
+        sample_every: int | None = None,
     ) -> Executor:
-        """An executor for ``kernel`` on this device (real SDK, or emulation on a local engine)."""
+        """An executor for ``kernel`` on this device (real SDK, or emulation on a local engine).
+
+        ``profile`` replaces the mode's numerics profile (a user's own, or one with overrides);
+        ``sample_every`` overrides the kernel's steps per sample (1 for step-by-step forensics).
+        """

@@ -35,6 +35,12 @@ from hwbench.core.metric import Metric
 BUILTIN_PLUGINS: dict[str, str] = {
     "builtin-engines": "hwbench.plugins.engines",
     "builtin-cpu": "hwbench.plugins.devices.cpu",
+    "builtin-a100": "hwbench.plugins.devices.a100",
+    "builtin-tpu": "hwbench.plugins.devices.tpu",
+    "builtin-ipu": "hwbench.plugins.devices.ipu",
+    "builtin-groq": "hwbench.plugins.devices.groq",
+    "builtin-loihi": "hwbench.plugins.devices.loihi",
+    "builtin-spinnaker": "hwbench.plugins.devices.spinnaker",
     "builtin-kernels": "hwbench.plugins.kernels",
     "builtin-metrics": "hwbench.plugins.metrics",
 }

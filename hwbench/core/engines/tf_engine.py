@@ -29,7 +29,7 @@ class BlockGraph:
 
     Inputs, in order: the state arrays (``state_0``, ...), the kernel inputs (``in_<key>``),
     ``t0`` (the call-local index of the block's first step) and ``g0`` (its global index, for
-    stepped ops). ``fn`` returns a dict: ``state_<i>``, ``probe``, and where applicable
+    stepped ops). ``fn`` returns a dict: ``new_state_<i>``, ``probe``, and where applicable
     ``spikes`` (int16 step offsets, -1 for none) and ``counters`` (int32 sums over the block).
     """
 
@@ -119,7 +119,7 @@ def build_block(
             if rule is not None:
                 up = tf.logical_and(old[rule.row] < rule.threshold, state[rule.row] >= rule.threshold)
                 first = tf.where(tf.logical_and(first < 0, up), tf.constant(i, tf.int32), first)
-        out = {f"state_{i}": s for i, s in enumerate(state if state_is_seq else [state])}
+        out = {f"new_state_{i}": s for i, s in enumerate(state if state_is_seq else [state])}
         out["probe"] = tf.identity(kernel.probe(state))
         if first is not None:
             out["spikes"] = tf.cast(first, tf.int16)
@@ -192,9 +192,6 @@ class TfExecutor(Executor):
         self._tf = tf
         self.global_step = 0  # steps run so far by this executor (seeds stepped ops)
 
-    def call_block(self, flat: list[Any]) -> dict[str, Any]:
-        return self._fn(*flat)
-
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
         tf, b = self._tf, self.block
         nsamples = int(nsamples)
@@ -207,7 +204,7 @@ class TfExecutor(Executor):
             t0 = tf.constant(k * b.sample_every, tf.int32)
             g0 = tf.constant(self.global_step + k * b.sample_every, tf.int32)
             out = self._fn(*cur, *ins, t0, g0)
-            cur = [out[f"state_{i}"] for i in range(len(cur))]
+            cur = [out[f"new_state_{i}"] for i in range(len(cur))]
             probes.append(out["probe"])
             if b.has_spikes:
                 spikes.append(out["spikes"])
@@ -254,8 +251,8 @@ class TensorFlowEngine(Engine):
         ok, reason = self.available()
         if not ok:
             raise UnavailableError(f"engine '{self.name}' is not available here: {reason}")
+        tf = import_tf()  # importing the library is not part of setup
         start = time.perf_counter()
-        tf = import_tf()
         block = build_block(kernel, workload, dtype=dtype, sample_every=sample_every, ops_wrapper=ops_wrapper)
         fn = tf.function(block.fn, input_signature=block.signature, jit_compile=True, reduce_retracing=True)
         executor = TfExecutor(block, fn, tf)

@@ -61,13 +61,16 @@ class CpuDevice(Device):
         mode: str | None = None,
         engine: str | None = None,
         dtype: str | None = None,
+        profile: object = None,
+        sample_every: int | None = None,
     ) -> Executor:
         from hwbench.core.engines.select import pick_engine
         from hwbench.core.plugins import get_registry
 
         mode = mode or self.default_mode
         dtype = dtype or ("float64" if mode == "fp64" else "float32")
-        return pick_engine(get_registry().engines, engine, dtype).build(kernel, workload, dtype=dtype)
+        chosen = pick_engine(get_registry().engines, engine, dtype)
+        return chosen.build(kernel, workload, dtype=dtype, sample_every=sample_every)
 
 
 @hookimpl

@@ -1,0 +1,90 @@
+"""The plugin author's own tests, run against an installed hwbench and an installed hwbench-example.
+
+Run from this directory with ``python -m pytest``. The registration test is the placeholder for
+hwbench's device conformance suite (``hwbench.testing``), which will replace most of it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwbench.core.engines.select import pick_engine
+from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.kernel import Workload
+from hwbench.core.plugins import get_registry, load_registry
+from hwbench_example.device import MEMORY_BYTES, ExampleDsp
+from hwbench_example.metric import RmsDeviation
+
+ONLY_THIS_PLUGIN = {"HWBENCH_LOAD_PLUGINS": "example"}
+
+
+def test_registers_through_load_registry() -> None:
+    # Placeholder for hwbench's conformance suite: the entry point resolves, the hooks run, the
+    # names are free, and hwbench lists the plugin as loaded with what it provides.
+    registry = load_registry(env=ONLY_THIS_PLUGIN)
+    status = {p.name: p for p in registry.plugins}["example"]
+    assert status.status == "loaded", status.error
+    assert status.distribution == "hwbench-example"
+    assert status.provides == {"devices": ["example-dsp"], "metrics": ["example-rms-deviation"]}
+    assert isinstance(registry.device("example-dsp"), ExampleDsp)
+    assert isinstance(registry.metric("example-rms-deviation"), RmsDeviation)
+
+
+def test_probe_is_emulated_and_says_why() -> None:
+    probe = ExampleDsp().probe()
+    assert probe.status == "emulated"
+    assert "fp32" in probe.reason
+
+
+def test_every_spec_number_has_a_source() -> None:
+    spec = ExampleDsp().spec
+    assert spec.sources
+    assert spec.memory_bytes == MEMORY_BYTES
+
+
+def test_supports_checks_capacity() -> None:
+    dsp = ExampleDsp()
+    kernel = load_registry(env={"HWBENCH_LOAD_PLUGINS": ""}).kernel("leaky-ring")
+    assert dsp.supports(kernel, Workload("leaky-ring", 8, {"connected": True})).ok
+    huge = 10**9
+    assert kernel.memory_estimate(huge) > MEMORY_BYTES
+    verdict = dsp.supports(kernel, Workload("leaky-ring", huge, {"connected": True}))
+    assert not verdict.ok
+    assert "256 MiB" in verdict.reason
+
+
+def test_only_fp32() -> None:
+    dsp = ExampleDsp()
+    kernel = load_registry(env={"HWBENCH_LOAD_PLUGINS": ""}).kernel("leaky-ring")
+    with pytest.raises(UsageError, match="float32 only"):
+        dsp.executor(kernel, kernel.make_workload(8), dtype="float64")
+    with pytest.raises(UsageError, match="choose from: fp32"):
+        dsp.numerics("bf16")
+
+
+def test_runs_kernels_like_the_cpu_in_fp32() -> None:
+    # The DSP-1's arithmetic is IEEE fp32, so on the same engine its results must equal the
+    # CPU device's fp32 results bit for bit. With no engine installed, it must say so.
+    registry = get_registry()
+    kernel, cpu, dsp = registry.kernel("leaky-ring"), registry.device("cpu"), ExampleDsp()
+    workload = kernel.make_workload(12, seed=3)
+    inputs = kernel.default_inputs(workload)
+    try:
+        engine = pick_engine(registry.engines, None, "float32").name
+    except UnavailableError:
+        with pytest.raises(UnavailableError, match="no engine available"):
+            dsp.executor(kernel, workload)
+        return
+    out = dsp.executor(kernel, workload).run(workload.state0, inputs, 3)
+    ref = cpu.executor(kernel, workload, mode="fp32", engine=engine).run(workload.state0, inputs, 3)
+    assert np.all(np.isfinite(out.probes))
+    np.testing.assert_array_equal(out.probes, ref.probes)
+    np.testing.assert_array_equal(np.asarray(out.state), np.asarray(ref.state))
+
+
+def test_rms_deviation_metric() -> None:
+    result = RmsDeviation().compute(candidate=[1.0, 2.0, 3.0, 4.0], reference=[1.0, 2.0, 0.0, 0.0])
+    assert result == {"rms": 2.5, "max_abs": 4.0}  # sqrt((0 + 0 + 9 + 16) / 4) = 2.5
+    with pytest.raises(UsageError, match="shapes differ"):
+        RmsDeviation().compute(candidate=[1.0], reference=[1.0, 2.0])
