@@ -168,7 +168,11 @@ class FixedFormat(BaseModel, frozen=True):
 
     ``int_bits`` counts integer bits *excluding* the sign bit, so SpiNNaker's ``accum``
     (s16.15) is ``signed=True, int_bits=16, frac_bits=15`` (32 bits in all). ``rounding`` is
-    how the format's hardware rounds a wider value (a product) into it, by shifting right.
+    how the format's hardware rounds a wider value (a product) into it, by shifting right:
+    ``toward-zero`` (``sign(x) * (|x| >> n)``, Loihi), ``floor`` (arithmetic ``x >> n``, GCC
+    stdfix), ``nearest-even``, ``nearest-away``, ``nearest-up`` (ties toward +inf:
+    ``(x + 2^(n-1)) >> n``, which is what SpiNNaker's ``__stdfix_round_s64`` computes), or
+    ``stochastic``.
     """
 
     kind: Literal["fixed"] = "fixed"
@@ -177,7 +181,9 @@ class FixedFormat(BaseModel, frozen=True):
     int_bits: int = Field(ge=0)
     frac_bits: int
     overflow: Literal["wrap", "saturate"] = "saturate"
-    rounding: Literal["toward-zero", "floor", "nearest-even", "nearest-away", "stochastic"] = "nearest-even"
+    rounding: Literal["toward-zero", "floor", "nearest-even", "nearest-away", "nearest-up", "stochastic"] = (
+        "nearest-even"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> FixedFormat:
@@ -238,8 +244,11 @@ def _presets() -> dict[str, FloatFormat | FixedFormat]:
         FloatFormat(name="fp8-e5m2fnuz", mantissa_bits=2, emin=-15, emax=15, special="fnuz"),
     ]
     fixed = [
-        # SpiNNaker REAL = accum (ISO/IEC TR 18037 stdfix), products rounded to nearest.
-        FixedFormat(name="s16.15", signed=True, int_bits=16, frac_bits=15, overflow="saturate"),
+        # SpiNNaker REAL = accum (ISO/IEC TR 18037 stdfix). MULT_ROUND_NEAREST_ACCUM rounds the
+        # 64-bit product with __stdfix_round_s64 (add the first dropped bit: ties toward +inf)
+        # and saturates with __stdfix_sat_k (spinn_common stdfix-full-iso.h).
+        FixedFormat(name="s16.15", signed=True, int_bits=16, frac_bits=15, overflow="saturate",
+                    rounding="nearest-up"),
         # SpiNNaker synaptic decay fractions, applied as (int64(x) * d) >> 32.
         FixedFormat(name="u0.32", signed=False, int_bits=0, frac_bits=32, rounding="floor"),
         # Loihi (Lava PyLifModelBitAcc): 24-bit signed state, decays truncate toward zero.

@@ -210,8 +210,8 @@ def load_registry(
     owner: dict[tuple[str, str], str] = {}
     for hook, (attr, expected, what) in _REGISTRATIONS.items():
         table: dict[str, Any] = getattr(registry, attr)
-        # pluggy returns implementations last-registered first; register in load order instead.
-        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
+        # pluggy orders implementations by registration and tryfirst/trylast; use load order (first wins).
+        for impl in sorted(getattr(pm.hook, hook).get_hookimpls(), key=lambda i: list(by_name).index(i.plugin_name)):
             status = by_name[impl.plugin_name]
             if status.status == "failed":
                 continue

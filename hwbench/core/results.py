@@ -99,6 +99,7 @@ class BenchResult(BaseModel):
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {"run": RunResult, "bench": BenchResult}
+"""Published result schemas by name; the audit report adds itself from hwbench.accuracy.report."""
 
 
 def write_json(model: BaseModel, path: str | Path) -> Path:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hwbench_example.device import MEMORY_BYTES, ExampleDsp
+from hwbench_example.metric import RmsDeviation
 
 from hwbench.core.engines.select import pick_engine
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Workload
 from hwbench.core.plugins import get_registry, load_registry
-from hwbench_example.device import MEMORY_BYTES, ExampleDsp
-from hwbench_example.metric import RmsDeviation
 
 ONLY_THIS_PLUGIN = {"HWBENCH_LOAD_PLUGINS": "example"}
 

@@ -1,0 +1,387 @@
+"""The audit: run the accuracy protocols on candidates and judge them against the noise floor.
+
+For each protocol (numerical validation, spike stress test) every run sees the same scenario:
+  reference  CPU fp32 (the study's reference),
+  gold       CPU fp64,
+  ensemble   legitimate IEEE fp32 variants: the gap-junction sum in reverse order, and the
+             initial voltages moved by one fp32 ulp,
+  candidate  each requested device and mode (real, or emulated per its numerics profile).
+Deviations are measured against the reference; the ensemble and gold give the floor; the verdict
+rules live in :mod:`hwbench.accuracy.verdict`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hwbench.accuracy.checks import locate_violation, state_checker
+from hwbench.accuracy.metrics import abs_deviation, deviation_metrics, spike_metrics, spike_steps, spike_window_mask
+from hwbench.accuracy.report import AuditReport, CandidateVerdict, ProtocolReport, RunSummary
+from hwbench.accuracy.scenario import Scenario, Trace, run_scenario
+from hwbench.accuracy.verdict import Verdict, combine, floor, judge, regime
+from hwbench.core.device import Device
+from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.plugins import Registry
+
+KERNEL = "io-ehh"
+REFINE_FACTORS = (10, 100)
+
+
+@dataclass
+class Candidate:
+    """A device and mode to audit, with optional profile parameter overrides or a profile file."""
+
+    device: str
+    mode: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    profile_path: str | None = None
+
+
+@dataclass
+class AuditSettings:
+    quick: bool = False
+    dt_refine: bool = False
+    seed: int = 0
+    protocols: tuple[str, ...] = ("validation", "stress")
+    engine: str | None = None  # engine for reference, gold and ensemble (default: fastest)
+
+
+@dataclass
+class ProtocolData:
+    """In-memory traces kept for the plots (the JSON report keeps summaries)."""
+
+    scenario: Scenario
+    traces: dict[str, Trace] = field(default_factory=dict)
+    deviations: dict[str, np.ndarray] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)
+
+
+Progress = Callable[[str, float, float], None]  # (label, ms done in this step, total ms of label)
+
+
+def scenarios(settings: AuditSettings) -> dict[str, Scenario]:
+    from hwbench.accuracy.validation import validation
+    from hwbench.stress.stimulus import spike_stress
+
+    makers = {
+        "validation": lambda: validation(seed=settings.seed, quick=settings.quick),
+        "stress": lambda: spike_stress(seed=settings.seed, quick=settings.quick),
+    }
+    unknown = [p for p in settings.protocols if p not in makers]
+    if unknown:
+        raise UsageError(f"unknown protocol {', '.join(unknown)}; choose from: {', '.join(makers)}")
+    return {name: makers[name]() for name in settings.protocols}
+
+
+def reversed_sum_order(workload: Workload) -> Workload:
+    """The same network with each cell's incoming gap junctions listed in reverse order."""
+    src, tgt = workload.arrays["src"], workload.arrays["tgt"]
+    order = np.lexsort((-np.arange(tgt.size), tgt))
+    arrays = {**workload.arrays, "src": src[order], "tgt": tgt[order]}
+    return Workload(
+        workload.kernel,
+        workload.size,
+        {**workload.meta, "variant": "reversed gap-junction order"},
+        workload.params,
+        arrays,
+        workload.state0,
+    )
+
+
+def perturbed_voltages(workload: Workload, rows: tuple[int, ...] = (0, 6, 9)) -> Workload:
+    """The same network with initial voltages moved up by one fp32 ulp."""
+    state = np.array(workload.state0, dtype=np.float64, copy=True)
+    for r in rows:
+        v32 = state[r].astype(np.float32)
+        state[r] = np.nextafter(v32, np.float32(np.inf)).astype(np.float64)
+    return Workload(
+        workload.kernel,
+        workload.size,
+        {**workload.meta, "variant": "initial V + 1 ulp (fp32)"},
+        workload.params,
+        workload.arrays,
+        state,
+    )
+
+
+class Auditor:
+    def __init__(self, registry: Registry, settings: AuditSettings, progress: Progress | None = None) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.progress = progress
+        self.data: dict[str, ProtocolData] = {}
+
+    # --- one run -------------------------------------------------------------------------------
+    def _run(
+        self,
+        label: str,
+        device: Device,
+        mode: str,
+        kernel: Kernel,
+        workload: Workload,
+        scenario: Scenario,
+        *,
+        profile: Any = None,
+        engine: str | None = None,
+        sample_every: int | None = None,
+    ) -> Trace:
+        support = device.supports(kernel, workload)
+        if not support.ok:
+            raise UnavailableError(
+                f"device '{device.name}' cannot run {scenario.name} ({workload.size} cells): {support.reason}"
+            )
+        t0 = time.perf_counter()
+        executor = device.executor(
+            kernel, workload, mode=mode, engine=engine, profile=profile, sample_every=sample_every
+        )
+        setup = time.perf_counter() - t0
+        total = scenario.total_ms
+
+        def tick(ms: float) -> None:
+            if self.progress:
+                self.progress(label, ms, total)
+
+        trace = run_scenario(
+            executor, kernel, workload, scenario, label=label, check=state_checker(kernel), progress=tick
+        )
+        trace.setup_s = setup
+        trace.execution = device.probe().status
+        trace.detail = f"{executor.engine_name}" + (f" ({executor.detail})" if executor.detail else "")
+        return trace
+
+    def planned_runs(self, candidates: list[Candidate]) -> list[tuple[str, float]]:
+        """(label, biological ms) of every run, for progress bars."""
+        runs = []
+        for name, sc in scenarios(self.settings).items():
+            labels = ["reference", "gold", "ensemble: reversed order", "ensemble: +1 ulp V0"]
+            labels += [self._cand_label(c) for c in candidates]
+            if self.settings.dt_refine:
+                labels += [f"{self._cand_label(c)} dt/{k}" for c in candidates for k in REFINE_FACTORS]
+            runs += [(f"{name}: {lab}", sc.total_ms) for lab in labels]
+        return runs
+
+    @staticmethod
+    def _cand_label(c: Candidate) -> str:
+        return f"{c.device}" + (f" [{c.mode}]" if c.mode else "")
+
+    # --- the whole audit -----------------------------------------------------------------------
+    def run(self, candidates: list[Candidate]) -> AuditReport:
+        t_start = time.perf_counter()
+        kernel = self.registry.kernel(KERNEL)
+        cpu = self.registry.device("cpu")
+        resolved = [self._resolve(c) for c in candidates]
+        protocol_reports = []
+        for name, scenario in scenarios(self.settings).items():
+            protocol_reports.append(self._protocol(name, scenario, kernel, cpu, resolved))
+        overall = combine([p.verdict for p in protocol_reports])
+        reasons = [
+            f"{p.name}: {v.device} [{v.mode}] {v.verdict.value} - {v.reasons[0]}"
+            for p in protocol_reports
+            for v in p.verdicts
+        ]
+        return AuditReport(
+            settings={
+                "quick": self.settings.quick,
+                "dt_refine": self.settings.dt_refine,
+                "seed": self.settings.seed,
+                "protocols": list(self.settings.protocols),
+                "candidates": [
+                    {"device": c.device, "mode": m, "overrides": c.overrides, "profile_file": c.profile_path}
+                    for c, _, m, _ in resolved
+                ],
+            },
+            protocols=protocol_reports,
+            verdict=overall,
+            reasons=reasons,
+            elapsed_s=time.perf_counter() - t_start,
+        )
+
+    def _resolve(self, c: Candidate) -> tuple[Candidate, Device, str, Any]:
+        device = self.registry.device(c.device)
+        mode = c.mode or device.default_mode
+        if mode not in device.modes:
+            from hwbench.core.errors import unknown_name
+
+            raise unknown_name(f"mode of device '{device.name}'", mode, device.modes)
+        probe = device.probe()
+        if probe.status == "unavailable":
+            raise UnavailableError(f"device '{device.name}' is unavailable here: {probe.reason}")
+        profile = None
+        if c.profile_path:
+            from hwbench.accuracy.profile import NumericsProfile
+
+            profile = NumericsProfile.load(c.profile_path)
+        elif c.overrides:
+            profile = device.numerics(mode, c.overrides)
+        return c, device, mode, profile
+
+    def _protocol(
+        self,
+        name: str,
+        scenario: Scenario,
+        kernel: Kernel,
+        cpu: Device,
+        resolved: list[tuple[Candidate, Device, str, Any]],
+    ) -> ProtocolReport:
+        data = ProtocolData(scenario)
+        self.data[name] = data
+        workload = scenario.make_workload(kernel)
+        engine = self.settings.engine
+        p = f"{name}: "
+        ref = self._run(p + "reference", cpu, "fp32", kernel, workload, scenario, engine=engine)
+        if ref.violation:
+            raise UnavailableError(f"the CPU fp32 reference itself failed a hard check in {name}: {ref.violation}")
+        runs: list[tuple[str, str, Device, str, Trace, Any]] = [("reference", "reference", cpu, "fp32", ref, None)]
+        gold = self._run(p + "gold", cpu, "fp64", kernel, workload, scenario, engine=engine)
+        runs.append(("gold (CPU fp64)", "gold", cpu, "fp64", gold, None))
+        for lab, wl in (
+            ("ensemble: reversed order", reversed_sum_order(workload)),
+            ("ensemble: +1 ulp V0", perturbed_voltages(workload)),
+        ):
+            runs.append(
+                (
+                    lab,
+                    "ensemble",
+                    cpu,
+                    "fp32",
+                    self._run(p + lab, cpu, "fp32", kernel, wl, scenario, engine=engine),
+                    None,
+                )
+            )
+        for cand, device, mode, profile in resolved:
+            label = self._cand_label(Candidate(cand.device, mode))
+            trace = self._run(p + label, device, mode, kernel, workload, scenario, profile=profile)
+            if trace.violation and trace.checkpoints:
+                trace.violation = (
+                    self._forensics(device, mode, profile, kernel, workload, scenario, trace) or trace.violation
+                )
+            runs.append((label, "candidate", device, mode, trace, profile))
+            if self.settings.dt_refine:
+                for k in REFINE_FACTORS:
+                    runs.append(self._refined(device, mode, profile, kernel, scenario, k, label, p))
+
+        sample_ms = (kernel.info.dt_ms or 1.0) * kernel.info.sample_every
+        summaries: list[RunSummary] = []
+        metrics_of: dict[str, dict[str, Any]] = {}
+        ref_steps = spike_steps(ref.spikes, kernel.info.sample_every)
+        for label, role, device, mode, trace, profile in runs:
+            data.traces[label] = trace
+            data.roles[label] = role
+            summary_metrics: dict[str, Any] = {}
+            if role != "reference":
+                fine = trace.refine
+                steps = spike_steps(trace.spikes, kernel.info.sample_every * fine)
+                steps_coarse = [s // fine for s in steps]  # on the reference's step grid
+                dev = abs_deviation(trace.probes, ref.probes)
+                mask = spike_window_mask(
+                    [np.union1d(a, b) for a, b in zip(steps_coarse, ref_steps, strict=True)],
+                    len(dev),
+                    kernel.info.sample_every,
+                    kernel.info.dt_ms or 1.0,
+                )
+                deviation = deviation_metrics(dev, sample_ms, mask)
+                data.deviations[label] = deviation.pop("max_over_time")
+                spk = spike_metrics(steps_coarse, ref_steps, kernel.info.dt_ms or 1.0)
+                summary_metrics = {"deviation": deviation, "spikes": spk}
+                metrics_of[label] = summary_metrics
+            prof = (
+                profile if profile is not None else (device.numerics(mode) if trace.execution == "emulated" else None)
+            )
+            summaries.append(
+                RunSummary(
+                    label=label,
+                    role=role,
+                    device=device.name,
+                    mode=mode,
+                    execution=trace.execution,
+                    engine=trace.detail,
+                    profile=None if prof is None else prof.name,
+                    profile_confidence=_confidence_counts(prof),
+                    setup_s=trace.setup_s,
+                    run_s=trace.run_s,
+                    deviation=summary_metrics.get("deviation"),
+                    spikes=summary_metrics.get("spikes"),
+                    violation=trace.violation,
+                    counters=trace.counters,
+                )
+            )
+        regime_name = regime([metrics_of[r[0]] for r in runs if r[1] == "ensemble"])
+        floor_values = floor([metrics_of[r[0]] for r in runs if r[1] in ("gold", "ensemble")])
+        verdicts: list[CandidateVerdict] = []
+        main: list[Verdict] = []
+        for label, role, device, mode, trace, _ in runs:
+            if role not in ("candidate", "dt-refine"):
+                continue
+            verdict, score, reasons = judge(metrics_of[label], trace.violation, floor_values, regime_name)
+            if role == "candidate":
+                main.append(verdict)
+            else:
+                mode = f"{mode} {label.split()[-1]}"
+            verdicts.append(
+                CandidateVerdict(device=device.name, mode=mode, verdict=verdict, score=score, reasons=reasons)
+            )
+        return ProtocolReport(
+            name=name,
+            description=scenario.description,
+            reduced=scenario.reduced,
+            sample_ms=sample_ms,
+            regime=regime_name,
+            floor=floor_values,
+            runs=summaries,
+            verdicts=verdicts,
+            verdict=combine(main),
+        )
+
+    def _refined(
+        self, device: Device, mode: str, profile: Any, kernel: Kernel, scenario: Scenario, k: int, label: str, p: str
+    ) -> tuple[str, str, Device, str, Trace, Any]:
+        """The candidate again at dt/k (samples still every 1 ms), as the study did for the GroqChip."""
+        dt = kernel.info.dt_ms or 1.0
+        refined = Scenario(**{**scenario.__dict__, "overrides": {**scenario.overrides, "dt": dt / k}})
+        workload = refined.make_workload(kernel)
+        lab = f"{label} dt/{k}"
+        trace = self._run(
+            p + lab, device, mode, kernel, workload, refined, profile=profile, sample_every=kernel.info.sample_every * k
+        )
+        trace.refine = k
+        return (lab, "dt-refine", device, mode, trace, profile)
+
+    def _forensics(
+        self,
+        device: Device,
+        mode: str,
+        profile: Any,
+        kernel: Kernel,
+        workload: Workload,
+        scenario: Scenario,
+        trace: Trace,
+    ) -> dict[str, Any] | None:
+        """Replay the first bad chunk step by step to name the step, cell, variable and op class."""
+        checkpoint = trace.checkpoints[0]
+
+        def stepper() -> Any:
+            return device.executor(kernel, workload, mode=mode, profile=profile, sample_every=1)
+
+        chunk_steps = round(250.0 / (kernel.info.dt_ms or 1.0)) + 1
+        try:
+            return locate_violation(stepper, kernel, scenario, checkpoint, state_checker(kernel), max_steps=chunk_steps)
+        except Exception as exc:  # forensics must never hide the violation itself
+            found = dict(trace.violation or {})
+            found["forensics_error"] = f"{exc.__class__.__name__}: {exc}"
+            return found
+
+
+def _confidence_counts(profile: Any) -> dict[str, int]:
+    if profile is None:
+        return {}
+    counts: dict[str, int] = {}
+    for op in profile.ops.values():
+        key = getattr(op.confidence, "value", str(op.confidence))
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -1,0 +1,159 @@
+"""Hard checks on the full state, and forensics that pin the first violation to a step.
+
+Any violation fails an audit, whatever the deviations: a non-finite value, a membrane voltage
+outside the span the reversal potentials allow (with a margin), a gating variable outside [0, 1],
+a negative concentration. The bounds are physical, not statistical (docs/audit.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hwbench.accuracy.scenario import Checkpoint, Scenario
+from hwbench.core.engine import Executor
+from hwbench.core.kernel import Kernel
+
+# io-ehh: reversal potentials span V_K = -75 mV .. V_Ca = +120 mV; a margin of 25 / 10 mV keeps
+# honest dynamics (with applied pulses) inside while catching runaway values.
+VOLTAGE_BOUNDS_MV = (-100.0, 130.0)
+GATE_TOLERANCE = 1e-6  # forward Euler with dt/tau < 1 keeps gates in [0, 1] up to rounding
+
+# Removable singularities of io-ehh (0/0 forms) that a reduced-precision exp turns into NaN/inf.
+SINGULARITIES = {
+    "V_soma": (-25.0, "soma K-fast alpha_x = 0.13 (V+25) / (1 - exp(-(V+25)/10))"),
+    "V_axon": (-25.0, "axon K alpha_x = 0.13 (V+25) / (1 - exp(-(V+25)/10))"),
+    "V_dend": (-8.5, "dendrite CaH beta_r = 0.02 (V+8.5) / (exp((V+8.5)/5) - 1)"),
+}
+
+
+@dataclass
+class RowRule:
+    kind: str  # "voltage" | "gate" | "concentration"
+    low: float
+    high: float
+
+
+def row_rules(state_names: list[str]) -> dict[int, RowRule]:
+    """Bounds per state row, from the names (V_* voltages, *_Ca concentrations, others gates)."""
+    rules = {}
+    for i, name in enumerate(state_names):
+        if name.startswith("V_"):
+            rules[i] = RowRule("voltage", *VOLTAGE_BOUNDS_MV)
+        elif name.endswith("_Ca"):
+            rules[i] = RowRule("concentration", 0.0, np.inf)
+        else:
+            rules[i] = RowRule("gate", -GATE_TOLERANCE, 1.0 + GATE_TOLERANCE)
+    return rules
+
+
+def state_checker(kernel: Kernel) -> Callable[[Any], dict[str, Any] | None]:
+    """A check for ``run_scenario``: the first violation in a state, or None.
+
+    Only kernels with a (rows, cells) float state (the conductance family) get bounds; every
+    kernel gets the non-finite check.
+    """
+    names = kernel.info.state_names
+    rules = row_rules(names) if kernel.info.family == "conductance" else {}
+
+    def check(state: Any) -> dict[str, Any] | None:
+        arrays = state if isinstance(state, (tuple, list)) else [state]
+        for part, arr in enumerate(arrays):
+            a = np.asarray(arr, dtype=np.float64)
+            bad = ~np.isfinite(a)
+            if bad.any():
+                return _describe(a, bad, "non-finite value", names if len(arrays) == 1 else None, part)
+        if not rules:
+            return None
+        a = np.asarray(arrays[0], dtype=np.float64)
+        for row, rule in rules.items():
+            bad = (a[row] < rule.low) | (a[row] > rule.high)
+            if bad.any():
+                what = {
+                    "voltage": f"voltage outside [{rule.low:g}, {rule.high:g}] mV",
+                    "gate": "gating variable outside [0, 1]",
+                    "concentration": "negative concentration",
+                }[rule.kind]
+                mask = np.zeros_like(a, dtype=bool)
+                mask[row] = bad
+                return _describe(a, mask, what, names, 0)
+        return None
+
+    return check
+
+
+def _describe(a: np.ndarray, mask: np.ndarray, what: str, names: list[str] | None, part: int) -> dict[str, Any]:
+    idx = np.argwhere(mask)[0]
+    row = int(idx[0]) if a.ndim > 1 else 0
+    cell = int(idx[-1])
+    name = names[row] if names and a.ndim > 1 else f"state[{part}]"
+    return {"kind": what, "row": row, "variable": name, "cell": cell, "value": float(a[tuple(idx)])}
+
+
+def locate_violation(
+    build_stepper: Callable[[], Executor],
+    kernel: Kernel,
+    scenario: Scenario,
+    checkpoint: Checkpoint,
+    check: Callable[[Any], dict[str, Any] | None],
+    *,
+    max_steps: int,
+) -> dict[str, Any] | None:
+    """Replay from ``checkpoint`` one step at a time to find the first violating step.
+
+    ``build_stepper`` builds the same device/profile with one step per sample. Returns the
+    violation with its biological time, the op-class counters of that step, the state of the cell
+    before the step, and a plain-language explanation where the kernel has a known singularity.
+    """
+    dt = kernel.info.dt_ms or 1.0
+    stepper = build_stepper()
+    steps_per_sample = kernel.info.sample_every
+    seg_start = 0
+    for seg in scenario.segments[: checkpoint.segment]:
+        seg_start += round(seg.ms / (dt * steps_per_sample))
+    segment = scenario.segments[checkpoint.segment]
+    state = checkpoint.state
+    step0 = checkpoint.sample * steps_per_sample
+    for k in range(max_steps):
+        before = state
+        out = stepper.run(state, segment.inputs, 1)
+        state = out.state
+        found = check(state)
+        if found is None:
+            continue
+        step = step0 + k
+        found["step"] = step
+        found["t_ms"] = (step + 1) * dt
+        found["counters"] = {key: v for key, v in out.counters.items() if v}
+        prev = np.asarray(before if not isinstance(before, (tuple, list)) else before[0], dtype=np.float64)
+        names = kernel.info.state_names
+        if prev.ndim == 2:
+            found["cell_state_before"] = {names[r]: float(prev[r, found["cell"]]) for r in range(len(names))}
+        found["explanation"] = explain(found)
+        return found
+    return None
+
+
+def explain(found: dict[str, Any]) -> str:
+    """Words for the report: where, what, and the most likely cause from counters and state."""
+    t = found.get("t_ms")
+    head = f"t = {t / 1000:.6g} s, " if t is not None else ""
+    text = f"{head}cell {found['cell']}, {found['variable']}: {found['kind']} ({found['value']:.4g})"
+    counters = found.get("counters") or {}
+    ops = sorted({key.split(".")[0] for key in counters if key.endswith("nonfinite") or key.endswith("overflow")})
+    if ops:
+        text += "; produced by " + ", ".join(
+            f"{op} ({', '.join(k for k in counters if k.startswith(op))})" for op in ops
+        )
+    before = found.get("cell_state_before") or {}
+    for var, (v0, formula) in SINGULARITIES.items():
+        v = before.get(var)
+        if v is not None and abs(v - v0) < 0.5:
+            text += f"; {var} = {v:.4f} mV is next to the removable singularity of {formula}"
+            if any(k.startswith("exp") for k in counters) or "div" in ops:
+                text += ", where a reduced-precision exp rounds to exactly 1 and the division becomes 0/0"
+            break
+    return text

@@ -1,0 +1,61 @@
+"""The audit report: a versioned pydantic model with a published JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from hwbench.accuracy.verdict import Verdict
+from hwbench.core.results import Provenance
+
+
+class RunSummary(BaseModel):
+    """One simulated run of a protocol, and how it compares with the CPU fp32 reference."""
+
+    label: str
+    role: Literal["reference", "gold", "ensemble", "candidate", "dt-refine"]
+    device: str
+    mode: str
+    execution: Literal["real", "emulated"]
+    engine: str
+    profile: str | None = None
+    profile_confidence: dict[str, int] = Field(default_factory=dict, description="op classes per confidence level")
+    setup_s: float
+    run_s: float
+    deviation: dict[str, Any] | None = None
+    spikes: dict[str, Any] | None = None
+    violation: dict[str, Any] | None = None
+    counters: dict[str, int] = Field(default_factory=dict)
+
+
+class CandidateVerdict(BaseModel):
+    device: str
+    mode: str
+    verdict: Verdict
+    score: float
+    reasons: list[str]
+
+
+class ProtocolReport(BaseModel):
+    name: str
+    description: str
+    reduced: str | None = None
+    sample_ms: float
+    regime: str
+    floor: dict[str, float]
+    runs: list[RunSummary]
+    verdicts: list[CandidateVerdict]
+    verdict: Verdict
+
+
+class AuditReport(BaseModel):
+    schema_: Literal["hwbench.audit/1"] = Field("hwbench.audit/1", alias="schema")
+    provenance: Provenance = Field(default_factory=Provenance)
+    settings: dict[str, Any]
+    protocols: list[ProtocolReport]
+    verdict: Verdict
+    reasons: list[str]
+    elapsed_s: float
+
+    model_config = {"populate_by_name": True}

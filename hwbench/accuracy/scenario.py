@@ -1,0 +1,150 @@
+"""Scenarios: a workload plus a schedule of input segments, run on any executor.
+
+Both accuracy protocols (numerical validation, spike stress test) are scenarios. Every candidate,
+reference and ensemble member runs exactly the same scenario, in chunks, so that the full state can
+be checked between chunks (the hard checks) and a violation can be replayed step by step from the
+last good checkpoint (forensics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.engine import Executor
+from hwbench.core.kernel import Kernel, Workload
+
+
+@dataclass
+class Segment:
+    """``ms`` of biological time with the inputs held fixed (e.g. one current pulse)."""
+
+    ms: float
+    inputs: dict[str, np.ndarray]
+    label: str = ""
+
+
+@dataclass
+class Scenario:
+    """What to simulate: the workload recipe and the input schedule; ``reduced`` says what a
+    ``--quick`` variant shortened, so reports can state it."""
+
+    name: str
+    kernel: str
+    size: int
+    connected: bool
+    seed: int
+    segments: list[Segment]
+    overrides: dict[str, Any] = field(default_factory=dict)
+    reduced: str | None = None
+    description: str = ""
+
+    @property
+    def total_ms(self) -> float:
+        return float(sum(s.ms for s in self.segments))
+
+    def make_workload(self, kernel: Kernel) -> Workload:
+        return kernel.make_workload(self.size, connected=self.connected, seed=self.seed, **self.overrides)
+
+
+@dataclass
+class Checkpoint:
+    """State at the start of a chunk, to replay from when the chunk turns out bad."""
+
+    sample: int  # index of the first sample of the chunk
+    segment: int
+    state: Any
+
+
+@dataclass
+class Trace:
+    """Everything one run of a scenario produced (host numpy arrays)."""
+
+    label: str
+    probes: np.ndarray  # (nsamples, ncells)
+    spikes: np.ndarray | None  # (nsamples, ncells) first-crossing offsets or -1
+    counters: dict[str, int]
+    final_state: Any
+    violation: dict[str, Any] | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    run_s: float = 0.0
+    setup_s: float = 0.0
+    execution: str = "real"
+    detail: str = ""
+    refine: int = 1  # dt was divided by this (dt-refinement runs); spikes are on that finer grid
+
+
+StateCheck = Callable[[Any], dict[str, Any] | None]
+
+
+def run_scenario(
+    executor: Executor,
+    kernel: Kernel,
+    workload: Workload,
+    scenario: Scenario,
+    *,
+    label: str,
+    check: StateCheck | None = None,
+    chunk_ms: float = 250.0,
+    progress: Callable[[float], None] | None = None,
+    stop_on_violation: bool = False,
+) -> Trace:
+    """Run ``scenario`` in chunks of at most ``chunk_ms``; check the state after every chunk.
+
+    ``check(state)`` returns None or a description of the first hard-check violation found in the
+    state. The first violating chunk's starting checkpoint is kept for forensics; the run goes on
+    (an unstable chip keeps producing numbers, and the report shows them) unless
+    ``stop_on_violation``.
+    """
+    import time
+
+    sample_ms = (kernel.info.dt_ms or 1.0) * kernel.info.sample_every
+    state = workload.state0
+    probes: list[np.ndarray] = []
+    spikes: list[np.ndarray] = []
+    counters: dict[str, int] = {}
+    violation: dict[str, Any] | None = None
+    checkpoints: list[Checkpoint] = []
+    sample = 0
+    t0 = time.perf_counter()
+    for seg_index, segment in enumerate(scenario.segments):
+        remaining = round(segment.ms / sample_ms)
+        per_chunk = max(1, round(chunk_ms / sample_ms))
+        while remaining > 0:
+            n = min(per_chunk, remaining)
+            start_state = state
+            out = executor.run(state, segment.inputs, n)
+            state = out.state
+            probes.append(np.asarray(out.probes))
+            if out.spikes is not None:
+                spikes.append(np.asarray(out.spikes))
+            for key, value in out.counters.items():
+                counters[key] = counters.get(key, 0) + int(value)
+            if violation is None and check is not None:
+                found = check(state)
+                if found is not None:
+                    violation = found
+                    checkpoints.append(Checkpoint(sample, seg_index, start_state))
+            sample += n
+            remaining -= n
+            if progress:
+                progress(n * sample_ms)
+            if violation is not None and stop_on_violation:
+                break
+        if violation is not None and stop_on_violation:
+            break
+    return Trace(
+        label=label,
+        probes=np.concatenate(probes) if probes else np.zeros((0, workload.size)),
+        spikes=np.concatenate(spikes) if spikes else None,
+        counters=counters,
+        final_state=state,
+        violation=violation,
+        checkpoints=checkpoints,
+        run_s=time.perf_counter() - t0,
+        setup_s=executor.setup_s,
+        detail=executor.detail,
+    )

@@ -1,0 +1,87 @@
+"""Checks and conversions every engine's build/run shares, so all engines reject the same bad input.
+
+Nothing here imports a heavy library: engines call these on host numpy data before handing it to
+their backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.engine import SteppedOps
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import Kernel, Workload
+
+SPIKE_DTYPE = np.int16  # spikes[k, c]: step offset inside sample window k, or -1
+NO_SPIKE = -1
+
+
+def check_dtype(engine: str, dtype: str, allowed: tuple[str, ...]) -> np.dtype:
+    """The working float dtype, or a UsageError naming the ones this engine runs."""
+    if dtype not in allowed:
+        raise UsageError(f"engine '{engine}' runs dtype {', '.join(allowed)}; got '{dtype}'")
+    return np.dtype(dtype)
+
+
+def resolve_sample_every(kernel: Kernel, sample_every: int | None) -> int:
+    """Steps per sample window: the argument, else the kernel's ``info.sample_every``."""
+    value = kernel.info.sample_every if sample_every is None else sample_every
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= np.iinfo(SPIKE_DTYPE).max:
+        raise UsageError(f"sample_every must be an integer in 1..{np.iinfo(SPIKE_DTYPE).max}, got {value!r}")
+    return int(value)
+
+
+def check_nsamples(nsamples: int) -> int:
+    if isinstance(nsamples, bool) or not isinstance(nsamples, (int, np.integer)) or nsamples < 0:
+        raise UsageError(f"nsamples must be a non-negative integer, got {nsamples!r}")
+    return int(nsamples)
+
+
+def merge_inputs(kernel: Kernel, workload: Workload, inputs: dict[str, Any] | None, dtype: np.dtype) -> dict[str, np.ndarray]:
+    """The kernel's default inputs overridden by ``inputs``, each cast to ``dtype`` and shape-checked.
+
+    Unknown names are a UsageError (a misspelt input would otherwise be silently ignored).
+    """
+    merged = {k: np.asarray(v) for k, v in kernel.default_inputs(workload).items()}
+    for key, value in (inputs or {}).items():
+        if key not in merged:
+            allowed = ", ".join(sorted(merged)) or "(none)"
+            raise UsageError(f"kernel '{kernel.name}' has no input '{key}'; inputs: {allowed}")
+        arr = np.asarray(value, dtype=dtype)
+        if arr.ndim == 0:
+            arr = np.full(merged[key].shape, arr, dtype=dtype)
+        if arr.shape != merged[key].shape:
+            raise UsageError(f"input '{key}' must have shape {merged[key].shape}, got {arr.shape}")
+        merged[key] = arr
+    return {k: np.ascontiguousarray(v, dtype=dtype) for k, v in merged.items()}
+
+
+def state_to_host(state: Any, dtype: np.dtype, like: Any) -> Any:
+    """``state`` (an array or a tuple/list of arrays) as contiguous host arrays of ``dtype``.
+
+    ``like`` is the workload's initial state: shapes must match it, so a state from another
+    workload fails here with a clear message instead of deep inside compiled code.
+    """
+    if isinstance(like, (tuple, list)):
+        if not isinstance(state, (tuple, list)) or len(state) != len(like):
+            raise UsageError(f"state must be a sequence of {len(like)} arrays like the workload's state0")
+        return tuple(state_to_host(s, dtype, ref) for s, ref in zip(state, like))
+    arr = np.ascontiguousarray(state, dtype=dtype)
+    if arr.shape != np.shape(like):
+        raise UsageError(f"state must have shape {np.shape(like)} (the workload's state0), got {arr.shape}")
+    return arr
+
+
+def is_stepped(ops: Any) -> bool:
+    """Whether (wrapped) ops follow the SteppedOps protocol (step-aware rounding and counters)."""
+    return isinstance(ops, SteppedOps)
+
+
+def counters_dict(names: tuple[str, ...], totals: Any) -> dict[str, int]:
+    """``{name: int}`` from a vector of summed counts (one per name)."""
+    totals = np.asarray(totals, dtype=np.int64).reshape(-1)
+    if len(totals) != len(names):
+        raise ValueError(f"ops reported {len(totals)} counters for {len(names)} counter names")
+    return {name: int(v) for name, v in zip(names, totals)}

@@ -1,0 +1,164 @@
+"""``io-ehh``: the inferior-olive extended Hodgkin-Huxley network kernel (spec: specs/io-ehh.md).
+
+The kernel object ties the pieces together: :mod:`.model` (the cell equations, written against
+the ops interface), :mod:`.network` (seeded torus connectivity) and the workload (parameters,
+connectivity, initial state) that fixes a run so two machines can repeat it exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import Kernel, KernelInfo, SpikeRule, Workload
+from hwbench.core.ops import OpClass, Ops
+from hwbench.plugins.kernels.io_ehh import model, network
+
+# Network-shape options accepted by make_workload next to the cell parameters.
+NETWORK_OPTIONS: dict[str, float] = {"mean_degree": network.DEFAULT_MEAN_DEGREE, "rmax": network.DEFAULT_RMAX}
+
+# Somatic Na spikes of these cells overshoot to about +20..+40 mV from a -40..-70 mV subthreshold
+# range (plateau-like after-depolarisations stay below about -30 mV); -20 mV sits in the middle of
+# the fast upstroke, so each spike crosses it exactly once and subthreshold oscillations never do.
+# (Checked against traces in tests/kernels/test_io_ehh_physiology.py.)
+SPIKE_THRESHOLD_MV = -20.0
+
+# Operation counts of one step, per cell and per directed gap junction, from the equations in
+# model.py (arithmetic ops incl. integer powers as multiplies; exp counted apart). The test
+# tests/kernels/test_io_ehh_model.py re-derives them from the traced computation.
+ARITH_PER_CELL = 207
+EXP_PER_CELL = 23
+ARITH_PER_JUNCTION = 8
+EXP_PER_JUNCTION = 1
+
+
+class IoEhhKernel(Kernel):
+    """Inferior-olive cells (soma, axon, dendrite; 14 state variables) with Cx36 gap junctions."""
+
+    info = KernelInfo(
+        name="io-ehh",
+        summary="Inferior-olive extended Hodgkin-Huxley network (De Gruijl 2012), 3-D torus gap junctions",
+        family="conductance",
+        state_names=list(model.STATE_NAMES),
+        probe="V_soma",
+        op_classes=[
+            OpClass.ADD,
+            OpClass.MUL,
+            OpClass.DIV,
+            OpClass.EXP,
+            OpClass.POW,
+            OpClass.COMPARE,
+            OpClass.GATHER,
+            OpClass.STORE,
+        ],
+        dt_ms=model.DEFAULT_PARAMS["dt"],
+        sample_every=40,
+        sources=[
+            "De Gruijl et al., PLoS Comput Biol 8(12) e1002814 (2012) - cell model",
+            "Negrello et al., PLoS Comput Biol 15(5) e1006475 (2019) - network",
+            "Landsmeer, Engelen, Miedema, Strydis, Neurocomputing (2024) 127953 - AI-chip benchmark",
+        ],
+    )
+    spike_rule = SpikeRule(row=model.ROW["V_soma"], threshold=SPIKE_THRESHOLD_MV)
+
+    # ------------------------------------------------------------------------ workload
+    def make_workload(self, size: int, *, connected: bool = True, seed: int = 0, **overrides: Any) -> Workload:
+        """A seeded network of ``size`` cells.
+
+        ``overrides`` sets any cell parameter (:data:`model.DEFAULT_PARAMS`) to a scalar or a
+        per-cell array of length ``size``, and the network shape (``mean_degree``, ``rmax``).
+        Connected networks need ``size == n**3`` (n >= 4); unconnected ones accept any size.
+        The voltages start N(-60, 3) mV per cell; network and initial state come from independent
+        streams of ``seed``, so the same seed gives the same cells with or without connectivity.
+        """
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise UsageError(f"io-ehh size must be a positive integer number of cells, got {size!r}")
+        size = int(size)
+        net = dict(NETWORK_OPTIONS)
+        params: dict[str, Any] = dict(model.DEFAULT_PARAMS)
+        for key, value in overrides.items():
+            if key in net:
+                net[key] = float(value)
+            elif key in params:
+                params[key] = _parameter_value(key, value, size)
+            elif key == "I_app":
+                raise UsageError("io-ehh: I_app is an input, not a parameter; pass inputs={'I_app': ...} to run()")
+            else:
+                allowed = ", ".join([*model.DEFAULT_PARAMS, *NETWORK_OPTIONS])
+                raise UsageError(f"io-ehh has no parameter '{key}'; choose from: {allowed}")
+
+        net_seq, state_seq = np.random.SeedSequence(seed).spawn(2)
+        arrays: dict[str, np.ndarray] = {}
+        meta: dict[str, Any] = {"connected": bool(connected), "seed": int(seed)}
+        if connected:
+            side = network.side_for_connected(size)
+            src, tgt = network.sample_gap_junctions(
+                side, np.random.default_rng(net_seq), mean_degree=net["mean_degree"], rmax=net["rmax"]
+            )
+            arrays = {"src": src, "tgt": tgt}
+            meta.update(side=side, mean_degree=net["mean_degree"], rmax=min(net["rmax"], side / 2))
+            meta.update(ngj=int(len(src)), sorted_by="tgt")
+        return Workload("io-ehh", size, meta, params, arrays, initial_state(size, np.random.default_rng(state_seq)))
+
+    def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
+        """``I_app`` (uA/cm^2, into the dendrite): zero unless a protocol applies a current."""
+        return {"I_app": np.zeros(workload.size)}
+
+    # ---------------------------------------------------------------------------- step
+    def step(self, ops: Ops, state: Any, params: dict[str, Any], inputs: dict[str, Any], t: Any) -> Any:
+        return model.euler_step(ops, state, params, inputs["I_app"])
+
+    # --------------------------------------------------------------------------- costs
+    def flops_per_step(self, workload: Workload) -> float:
+        """Arithmetic operations per step, exp counted as one (see ARITH_/EXP_PER_* for the split)."""
+        ngj = len(workload.arrays.get("src", ()))
+        return float(workload.size * (ARITH_PER_CELL + EXP_PER_CELL) + ngj * (ARITH_PER_JUNCTION + EXP_PER_JUNCTION))
+
+    def bytes_per_step(self, workload: Workload) -> float:
+        """Minimum memory traffic of one fused float32 step.
+
+        State read and written (14 rows), per-cell parameter arrays and the input read once;
+        per directed junction two int32 indices and two gathered voltages.
+        """
+        per_cell_arrays = sum(1 for v in workload.params.values() if np.ndim(v) > 0)
+        ngj = len(workload.arrays.get("src", ()))
+        return float(4 * workload.size * (2 * len(model.STATE_NAMES) + per_cell_arrays + 1) + ngj * (2 * 4 + 2 * 4))
+
+    def memory_estimate(self, size: int, *, connected: bool = True) -> int:
+        """Host bytes for a workload and one engine run of it (an upper bound for the memory guard).
+
+        Per cell (float64): the initial state plus an engine's input and output state (3 x 14),
+        every parameter as a per-cell array, about 40 elementwise temporaries of a step, and a
+        1000-sample probe/spike buffer. Per directed junction: int32 src/tgt, the int64 keys and
+        sort copy of network generation, and four float64 per-junction temporaries of a step.
+        """
+        per_cell = 8 * (3 * len(model.STATE_NAMES) + len(model.DEFAULT_PARAMS) + 40) + 1000 * (8 + 2)
+        per_junction = 2 * 4 + 2 * 8 + 4 * 8
+        ngj = network.DEFAULT_MEAN_DEGREE * size if connected else 0
+        return int(size * per_cell + ngj * per_junction)
+
+
+def initial_state(size: int, rng: np.random.Generator) -> np.ndarray:
+    """The spec's initial state (14, size), voltages drawn N(-60, 3) mV per cell."""
+    state = np.empty((len(model.STATE_NAMES), size))
+    for i, name in enumerate(model.STATE_NAMES):
+        if name.startswith("V_"):
+            state[i] = rng.normal(-60.0, 3.0, size)
+        else:
+            state[i] = model.INITIAL_STATE[name]
+    return state
+
+
+def _parameter_value(key: str, value: Any, size: int) -> Any:
+    """A scalar float or a float64 array of shape (size,); anything else is a UsageError."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise UsageError(f"io-ehh parameter '{key}' must be a number or an array of numbers, got {value!r:.60}") from None
+    if arr.ndim == 0:
+        return float(arr)
+    if arr.shape != (size,):
+        raise UsageError(f"io-ehh parameter '{key}' must be a scalar or have shape ({size},), got {arr.shape}")
+    return arr

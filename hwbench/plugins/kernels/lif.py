@@ -1,0 +1,318 @@
+"""The leaky integrate-and-fire family: ``lif``, ``lif-current`` and ``lif-recurrent``.
+
+The network of the snnTorch-on-IPU study (Sun et al., "Intelligence Processing Units accelerate
+neuromorphic learning", 2022): a dense 784-``size``-10 spiking network driven for 25 steps by
+seeded, rate-coded Poisson spikes. Every layer is a population of LIF neurons; ``z`` are spikes
+(0 or 1), ``u`` membrane potentials, ``i`` synaptic currents, ``thr`` the threshold.
+
+- ``lif``:            ``u_t = beta u_{t-1} + W^T z^pre_t - thr z_{t-1}``
+- ``lif-current``:    ``i_t = alpha i_{t-1} + W^T z^pre_t;  u_t = beta u_{t-1} + i_t - thr z_{t-1}``
+- ``lif-recurrent``:  hidden layer ``u_t = beta u_{t-1} + W^T x_t + R^T z_{t-1} - thr z_{t-1}``
+  with ``R`` (``w_rec``, ``size x size``, zero diagonal) the recurrent weights, so that the term
+  the study writes ``z_{t-1}(V - thr)`` is ``R^T z_{t-1} - thr z_{t-1}``; the output layer is a
+  plain ``lif`` layer.
+- spikes: ``z_t = H(u_t - thr)`` with ``H(0) = 0`` (strictly above threshold, as snnTorch).
+
+``z^pre_t`` is the input ``x_t`` for the hidden layer and the hidden spikes of the *same* step for
+the output layer (snnTorch's layer-by-layer forward pass). The reset above subtracts the threshold
+(snnTorch's default ``reset_mechanism="subtract"``); ``make_workload(..., reset="zero")`` instead
+zeroes the potential of a neuron that spiked before it leaks, ``u_t = beta (1 - z_{t-1}) u_{t-1} +
+...`` (snnTorch's ``"zero"``), which is what neuromorphic chips implement in hardware.
+
+Weights are drawn like PyTorch's ``nn.Linear`` default, ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``,
+times ``weight_gain`` (default 4: the network is untrained, and at gain 1 the output layer of
+this random network hardly ever spikes, so nothing would be measured); ``lif-current`` further
+scales them by ``(1 - alpha)`` so that its steady-state synaptic current equals ``lif``'s drive.
+Input pixel ``j`` fires with probability ``p_j ~ U(0, 2 input_rate)`` per step (rate coding of a
+synthetic image). The input has ``n_steps`` rows; step ``t`` of an engine call reads row
+``t mod n_steps``. The state is a tuple of arrays, per layer ``(i,) u, z``; the probe is the
+output layer's spikes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import Kernel, KernelInfo, Workload
+from hwbench.core.ops import OpClass, Ops
+
+N_IN = 784
+N_OUT = 10
+N_STEPS = 25
+DEFAULT_SIZE = 1000
+SOURCES = [
+    "Sun, Eshraghian, Lu et al., 'Intelligence Processing Units Accelerate Neuromorphic Learning', "
+    "arXiv:2211.10725 (2022) (snnTorch on Graphcore IPUs)",
+    "Eshraghian et al., 'Training Spiking Neural Networks Using Lessons From Deep Learning', "
+    "Proc. IEEE 111(9) (2023) (snnTorch: Leaky, Synaptic, RLeaky neurons)",
+]
+_OP_CLASSES = [OpClass.ADD, OpClass.MUL, OpClass.COMPARE, OpClass.MATMUL_INPUT, OpClass.MATMUL_ACCUMULATE, OpClass.STORE]
+
+
+@dataclass(frozen=True)
+class LifLayer:
+    """One LIF population as the fixed-point devices need it (float parameters, float weights).
+
+    ``w_ff`` (``n_pre x n``) carries the spikes of the previous layer from the *same* step (the
+    input ``x_t`` for the first layer); ``w_rec`` (``n x n``) carries this layer's own spikes of
+    the *previous* step. ``alpha`` is None when the layer has no synaptic-current state.
+    """
+
+    name: str
+    n: int
+    beta: float
+    alpha: float | None
+    thr: float
+    reset: str  # "subtract" or "zero"
+    w_ff: np.ndarray
+    w_rec: np.ndarray | None = None
+
+
+class _LifBase(Kernel):
+    """Shared workload construction, layer stepping and state layout of the three variants."""
+
+    variant: str = "lif"
+    has_current: bool = False
+    recurrent: bool = False
+    default_size: int = DEFAULT_SIZE
+
+    # overridable workload parameters and their defaults (alpha / recurrent_gain where they apply)
+    def _defaults(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "beta": 0.95,
+            "thr": 1.0,
+            "reset": "subtract",
+            "input_rate": 0.2,
+            "weight_gain": 4.0,
+            "n_in": N_IN,
+            "n_out": N_OUT,
+            "n_steps": N_STEPS,
+        }
+        if self.has_current:
+            d["alpha"] = 0.9
+        if self.recurrent:
+            d["recurrent_gain"] = 0.5
+        return d
+
+    # ------------------------------------------------------------------------------- workload
+    def make_workload(
+        self, size: int = DEFAULT_SIZE, *, connected: bool = True, seed: int = 0, **overrides: Any
+    ) -> Workload:
+        """A seeded 784-``size``-10 network and its Poisson input.
+
+        ``connected=False`` zeroes the recurrent weights of ``lif-recurrent`` (the feed-forward
+        variants are always dense). Overrides: see ``_defaults`` (``reset`` is ``"subtract"`` or
+        ``"zero"``).
+        """
+        cfg = self._defaults()
+        unknown = sorted(set(overrides) - set(cfg))
+        if unknown:
+            raise UsageError(
+                f"kernel '{self.name}' has no parameter {', '.join(unknown)}; settable: {', '.join(sorted(cfg))}"
+            )
+        cfg.update(overrides)
+        n = _positive_int("size", size)
+        n_in, n_out, n_steps = (_positive_int(k, cfg[k]) for k in ("n_in", "n_out", "n_steps"))
+        if cfg["reset"] not in ("subtract", "zero"):
+            raise UsageError(f"reset must be 'subtract' or 'zero', got {cfg['reset']!r}")
+        for key in ("beta", "alpha"):
+            if key in cfg and not 0.0 <= float(cfg[key]) <= 1.0:
+                raise UsageError(f"{key} must lie in [0, 1], got {cfg[key]}")
+        if not 0.0 < float(cfg["thr"]):
+            raise UsageError(f"thr must be positive, got {cfg['thr']}")
+        if not 0.0 <= float(cfg["input_rate"]) <= 0.5:
+            raise UsageError(f"input_rate must lie in [0, 0.5] (rates are drawn from U(0, 2 input_rate)), got {cfg['input_rate']}")
+
+        rng = np.random.default_rng(seed)
+        rates = rng.uniform(0.0, 2.0 * float(cfg["input_rate"]), n_in)
+        x = (rng.random((n_steps, n_in)) < rates).astype(np.uint8)
+        gain = float(cfg["weight_gain"]) * ((1.0 - float(cfg["alpha"])) if self.has_current else 1.0)
+        arrays: dict[str, np.ndarray] = {
+            "x": x,
+            "w_in": gain * _linear_init(rng, n_in, n),
+            "w_out": gain * _linear_init(rng, n, n_out),
+        }
+        if self.recurrent:
+            w_rec = float(cfg["recurrent_gain"]) * _linear_init(rng, n, n)
+            np.fill_diagonal(w_rec, 0.0)
+            arrays["w_rec"] = w_rec if connected else np.zeros_like(w_rec)
+        params = {
+            "beta": float(cfg["beta"]),
+            "thr": float(cfg["thr"]),
+            "reset_zero": 1.0 if cfg["reset"] == "zero" else 0.0,
+            "n_steps": float(n_steps),
+        }
+        if self.has_current:
+            params["alpha"] = float(cfg["alpha"])
+        meta = {
+            "connected": connected,
+            "seed": seed,
+            "reset": cfg["reset"],
+            "input_rate": float(cfg["input_rate"]),
+            "weight_gain": float(cfg["weight_gain"]),
+            "n_in": n_in,
+            "n_out": n_out,
+            "n_steps": n_steps,
+        }
+        if self.recurrent:
+            meta["recurrent_gain"] = float(cfg["recurrent_gain"])
+        per_layer = (3 if self.has_current else 2)
+        state0 = tuple(np.zeros(m) for m in (n, n_out) for _ in range(per_layer))
+        return Workload(self.name, n, meta, params, arrays, state0)
+
+    def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
+        """The Poisson spike raster ``x`` (``n_steps x n_in``, 0.0 / 1.0)."""
+        return {"x": workload.arrays["x"].astype(np.float64)}
+
+    # ---------------------------------------------------------------------------------- step
+    def step(self, ops: Ops, state: Any, params: dict[str, Any], inputs: dict[str, Any], t: Any) -> Any:
+        x = inputs["x"][t % int(params["n_steps"])]
+        beta, thr, zero_reset = params["beta"], params["thr"], params["reset_zero"] == 1.0
+        alpha = params.get("alpha")
+        k = 3 if self.has_current else 2
+        hidden, out = state[:k], state[k:]
+
+        drive = ops.matmul(x, params["w_in"])
+        if self.recurrent:
+            drive = drive + ops.matmul(hidden[-1], params["w_rec"])
+        new_hidden = _layer(ops, hidden, drive, beta, alpha, thr, zero_reset)
+        new_out = _layer(ops, out, ops.matmul(new_hidden[-1], params["w_out"]), beta, alpha, thr, zero_reset)
+        return (*new_hidden, *new_out)
+
+    def probe(self, state: Any) -> Any:
+        return state[-1]
+
+    # ---------------------------------------------------------------- for fixed-point devices
+    def layers(self, workload: Workload) -> list[LifLayer]:
+        """The network as populations with float parameters (what a device quantises)."""
+        p = workload.params
+        common = {
+            "beta": float(p["beta"]),
+            "alpha": float(p["alpha"]) if self.has_current else None,
+            "thr": float(p["thr"]),
+            "reset": "zero" if float(p["reset_zero"]) == 1.0 else "subtract",
+        }
+        a = workload.arrays
+        return [
+            LifLayer("hidden", workload.size, w_ff=np.asarray(a["w_in"], np.float64), w_rec=a.get("w_rec"), **common),
+            LifLayer("output", a["w_out"].shape[1], w_ff=np.asarray(a["w_out"], np.float64), **common),
+        ]
+
+    def split_state(self, state: Any) -> list[dict[str, np.ndarray]]:
+        """Per layer ``{"i"?, "u", "z"}`` as float64 host arrays (the inverse of :meth:`join_state`)."""
+        names = ("i", "u", "z") if self.has_current else ("u", "z")
+        arrs = [np.asarray(s, np.float64) for s in state]
+        k = len(names)
+        return [dict(zip(names, arrs[j : j + k])) for j in range(0, len(arrs), k)]
+
+    def join_state(self, layers: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, ...]:
+        names = ("i", "u", "z") if self.has_current else ("u", "z")
+        return tuple(layer[name] for layer in layers for name in names)
+
+    # ----------------------------------------------------------------------------- costs
+    def _synapses(self, workload: Workload) -> int:
+        n, a = workload.size, workload.arrays
+        return a["w_in"].size + a["w_out"].size + (n * n if self.recurrent else 0)
+
+    def flops_per_step(self, workload: Workload) -> float:
+        neurons = workload.size + workload.arrays["w_out"].shape[1]
+        return 2.0 * self._synapses(workload) + (8.0 if self.has_current else 6.0) * neurons
+
+    def bytes_per_step(self, workload: Workload) -> float:
+        neurons = workload.size + workload.arrays["w_out"].shape[1]
+        return 4.0 * (self._synapses(workload) + (3 if self.has_current else 2) * neurons + workload.arrays["x"].shape[1])
+
+    def memory_estimate(self, size: int, *, connected: bool = True) -> int:
+        synapses = N_IN * size + size * N_OUT + (size * size if self.recurrent else 0)
+        return 8 * (synapses + 6 * (size + N_OUT)) + N_STEPS * N_IN
+
+
+def _layer(ops: Ops, layer: Any, drive: Any, beta: float, alpha: float | None, thr: float, zero_reset: bool) -> tuple:
+    """One population's step: (synaptic current,) leak + integrate + reset, then threshold."""
+    if alpha is not None:
+        i, u, z = layer
+        i = alpha * i + drive
+        drive = i
+    else:
+        u, z = layer
+    zero = ops.zeros_like(u)
+    if zero_reset:  # a static choice of the workload, not a branch on array values
+        u = beta * ops.where(ops.greater(z, 0.5), zero, u) + drive
+    else:
+        u = beta * u + drive - thr * z
+    z = ops.where(ops.greater(u, thr), zero + 1.0, zero)
+    return (i, u, z) if alpha is not None else (u, z)
+
+
+def _linear_init(rng: np.random.Generator, fan_in: int, fan_out: int) -> np.ndarray:
+    bound = 1.0 / np.sqrt(fan_in)
+    return rng.uniform(-bound, bound, (fan_in, fan_out))
+
+
+def _positive_int(name: str, value: Any) -> int:
+    try:
+        ok = int(value) == value and int(value) >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise UsageError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _info(name: str, summary: str, state_names: list[str]) -> KernelInfo:
+    return KernelInfo(
+        name=name,
+        summary=summary,
+        family="lif",
+        state_names=state_names,
+        probe="z_out (output-layer spikes, 0/1)",
+        op_classes=_OP_CLASSES,
+        dt_ms=1.0,
+        sample_every=1,
+        sources=SOURCES,
+    )
+
+
+class LifKernel(_LifBase):
+    """``lif``: leaky integrate-and-fire (snnTorch ``Leaky``), 784-size-10, 25 steps."""
+
+    info = _info(
+        "lif",
+        "Leaky integrate-and-fire network 784-N-10, 25 Poisson steps (snnTorch Leaky)",
+        ["u_hidden", "z_hidden", "u_out", "z_out"],
+    )
+
+
+class LifCurrentKernel(_LifBase):
+    """``lif-current``: current-based LIF with a decaying synaptic current (snnTorch ``Synaptic``)."""
+
+    variant = "lif-current"
+    has_current = True
+    info = _info(
+        "lif-current",
+        "Current-based LIF network 784-N-10, 25 Poisson steps (snnTorch Synaptic)",
+        ["i_hidden", "u_hidden", "z_hidden", "i_out", "u_out", "z_out"],
+    )
+
+
+class LifRecurrentKernel(_LifBase):
+    """``lif-recurrent``: LIF with all-to-all recurrent hidden weights (snnTorch ``RLeaky``)."""
+
+    variant = "lif-recurrent"
+    recurrent = True
+    info = _info(
+        "lif-recurrent",
+        "Recurrent LIF network 784-N(recurrent)-10, 25 Poisson steps (snnTorch RLeaky)",
+        ["u_hidden", "z_hidden", "u_out", "z_out"],
+    )
+
+
+LIF_KERNELS = ("lif", "lif-current", "lif-recurrent")
+
+
+def kernels() -> list[Kernel]:
+    return [LifKernel(), LifCurrentKernel(), LifRecurrentKernel()]

@@ -1,0 +1,1 @@
+"""Protocols that push numerics: the spike stress test, dt refinement, precision sweeps."""

@@ -1,0 +1,1 @@
+"""Deliberately broken hwbench plugins (test fixtures of hwbench's failure isolation)."""

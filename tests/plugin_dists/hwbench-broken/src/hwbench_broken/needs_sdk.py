@@ -1,0 +1,3 @@
+"""A plugin whose vendor SDK is missing: importing it fails, as a real one's would."""
+
+raise ImportError("needs vendor SDK libfoo.so")

@@ -1,0 +1,232 @@
+"""Third-party plugins, installed for real: ``pip install`` into a fresh virtualenv, then the real CLI.
+
+The distributions under ``tests/plugin_dists/`` are built and installed with pip, next to a
+non-editable install of hwbench itself, into one throwaway virtualenv shared by this module;
+every check goes through the installed ``hwbench`` console script, the way a user meets a plugin.
+
+Installing hwbench's dependencies (JAX, TensorFlow, ...) into a new virtualenv would take minutes
+and needs the network, so the new environment borrows them instead: a ``.pth`` file appends the
+running interpreter's site-packages to its ``sys.path``. The path is appended (not processed with
+``site.addsitedir``), so the running environment's own hwbench — usually an editable install of
+this checkout — is never imported there: ``test_hwbench_is_the_installed_copy`` checks that.
+
+hwbench is installed non-editable from a copy of its sources: that proves the built wheel
+contains every subpackage and the console script, and leaves no build artefacts in the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DISTS = Path(__file__).resolve().parent / "plugin_dists"
+BROKEN = {
+    # entry-point name -> what its error must say
+    "broken-import": "ImportError: needs vendor SDK libfoo.so",
+    "broken-hook": "hwbench_kernels raised RuntimeError: kernel catalogue /opt/foo/kernels.json not found",
+    "dup-cpu": "device 'cpu' is already registered by plugin 'builtin-cpu'",
+}
+THIRD_PARTY = {"example", *BROKEN}
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info", ".pytest_cache")
+
+
+@dataclass
+class Venv:
+    root: Path
+    python: Path
+    hwbench: Path
+    env: dict[str, str]
+    example_src: Path
+    broken_builtins: list[str]
+
+    def run(self, *args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(a) for a in args], cwd=self.root, env={**self.env, **env}, capture_output=True, text=True, timeout=300
+        )
+
+    def cli(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return self.run(self.hwbench, *args, **env)
+
+    def json(self, *args: str, **env: str) -> Any:
+        proc = self.cli(*args, "--json", **env)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    def plugins(self, **env: str) -> dict[str, dict[str, Any]]:
+        return {p["name"]: p for p in self.json("plugins", **env)}
+
+
+def _clean_env() -> dict[str, str]:
+    """The caller's environment without anything that would change which code or plugins load."""
+    drop = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PIP_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HWBENCH_", *drop))}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INPUT="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1", COLUMNS="200")
+    return env
+
+
+def _venv_purelib(python: Path) -> Path:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    root = tmp_path_factory.mktemp("plugin-install")
+    env = _clean_env()
+    # 1. An empty virtualenv (no pip of its own: the borrowed one installs into it).
+    venv_dir = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv_dir)], check=True, env=env)
+    bindir = venv_dir / ("Scripts" if os.name == "nt" else "bin")
+    python = bindir / ("python.exe" if os.name == "nt" else "python")
+    host = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (_venv_purelib(python) / "_hwbench_host_site.pth").write_text("".join(f"{p}\n" for p in sorted(host)))
+    # 2. Sources copied out of the checkout, so pip's in-tree builds leave nothing behind.
+    src = root / "src"
+    (src / "hwbench").mkdir(parents=True)
+    shutil.copytree(REPO / "hwbench", src / "hwbench" / "hwbench", ignore=_IGNORE)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / "hwbench" / name)
+    for dist in ("hwbench-example", "hwbench-broken"):
+        shutil.copytree(DISTS / dist, src / dist, ignore=_IGNORE)
+    # 3. One offline pip run. --ignore-installed: never touch (uninstall) the borrowed environment's
+    #    own hwbench, which pip can see through the .pth file.
+    pip = subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--ignore-installed",
+         "-q", str(src / "hwbench"), str(src / "hwbench-example"), str(src / "hwbench-broken")],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert pip.returncode == 0, f"pip install failed:\n{pip.stdout}\n{pip.stderr}"
+    venv = Venv(root, python, bindir / "hwbench", env, src / "hwbench-example", [])
+    # Built-in plugins that fail are caught by tests/test_cli_listing.py; the strict-mode tests
+    # here switch them off so that each of them fails for the one reason it is about.
+    plugins = venv.plugins()
+    venv.broken_builtins = sorted(n for n, p in plugins.items() if p["source"] == "builtin" and p["status"] == "failed")
+    return venv
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_hwbench_is_the_installed_copy(venv: Venv) -> None:
+    proc = venv.run(venv.python, "-c", "import hwbench, hwbench_example; print(hwbench.__file__)")
+    assert proc.returncode == 0, proc.stderr
+    assert Path(proc.stdout.strip()).is_relative_to(venv.root / "venv")
+    assert venv.cli("--version").stdout.startswith("hwbench, version ")
+
+
+def test_installed_plugin_device_is_listed(venv: Venv) -> None:
+    devices = {d["name"]: d for d in venv.json("devices")}
+    assert {"cpu", "example-dsp"} <= set(devices)
+    dsp = devices["example-dsp"]
+    assert dsp["status"] == "emulated"
+    assert "fp32" in dsp["reason"]
+    assert dsp["spec"]["vendor"] == "Example Corp"
+    assert dsp["spec"]["sources"]
+    assert dsp["modes"] == ["fp32"]
+    # the built-in CPU keeps its name: the impostor registering 'cpu' lost
+    assert devices["cpu"]["spec"]["vendor"] != "Impostor Inc"
+    assert "example-rms-deviation" in {m["name"] for m in venv.json("metrics")}
+
+
+def test_plugins_lists_each_third_party_plugin_with_its_outcome(venv: Venv) -> None:
+    plugins = venv.plugins()
+    example = plugins["example"]
+    assert example["source"] == "entry point"
+    assert (example["distribution"], example["version"]) == ("hwbench-example", "0.1.0")
+    assert example["status"] == "loaded"
+    assert example["provides"] == {"devices": ["example-dsp"], "metrics": ["example-rms-deviation"]}
+    for name, error in BROKEN.items():
+        assert plugins[name]["status"] == "failed", plugins[name]
+        assert plugins[name]["distribution"] == "hwbench-broken"
+        assert error in plugins[name]["error"]
+        assert plugins[name]["provides"] == {}
+    assert plugins["builtin-cpu"]["provides"]["devices"] == ["cpu"]
+
+
+def test_broken_plugins_do_not_break_the_cli(venv: Venv) -> None:
+    proc = venv.cli("devices")  # the table, not --json: the human path must survive too
+    assert proc.returncode == 0, proc.stderr
+    assert "example-dsp" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    # rich wraps long diagnostics at the terminal width (see test_cli_listing), so unwrap first
+    warning = " ".join(proc.stderr.split())
+    assert warning.count("plugin(s) failed to load") == 1
+    assert all(name in warning for name in BROKEN)
+    assert "(see 'hwbench plugins')" in warning
+
+
+def test_disable_plugins_hides_the_example(venv: Venv) -> None:
+    devices = {d["name"] for d in venv.json("devices", HWBENCH_DISABLE_PLUGINS="example")}
+    assert "example-dsp" not in devices
+    assert "cpu" in devices
+    status = venv.plugins(HWBENCH_DISABLE_PLUGINS="example")["example"]
+    assert (status["status"], status["provides"]) == ("disabled", {})
+
+
+def test_empty_allowlist_loads_no_third_party_plugin(venv: Venv) -> None:
+    proc = venv.cli("devices", "--json", HWBENCH_LOAD_PLUGINS="")
+    assert proc.returncode == 0, proc.stderr
+    assert "example-dsp" not in {d["name"] for d in json.loads(proc.stdout)}
+    for name, status in venv.plugins(HWBENCH_LOAD_PLUGINS="").items():
+        if name in THIRD_PARTY:
+            assert status["status"] == "disabled", status
+        else:
+            assert status["source"] == "builtin"  # the allowlist applies to entry points only
+    assert not any(name in proc.stderr for name in THIRD_PARTY)
+
+
+def test_strict_mode_accepts_a_healthy_plugin(venv: Venv) -> None:
+    proc = venv.cli(
+        "devices", "--json",
+        HWBENCH_STRICT_PLUGINS="1", HWBENCH_LOAD_PLUGINS="example", HWBENCH_DISABLE_PLUGINS=",".join(venv.broken_builtins),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "example-dsp" in {d["name"] for d in json.loads(proc.stdout)}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_strict_mode_turns_a_broken_plugin_into_exit_3(venv: Venv, name: str) -> None:
+    proc = venv.cli(
+        "devices",
+        HWBENCH_STRICT_PLUGINS="1", HWBENCH_LOAD_PLUGINS=name, HWBENCH_DISABLE_PLUGINS=",".join(venv.broken_builtins),
+    )  # fmt: skip
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    line = _one_line_error(proc)
+    assert line.startswith(f"error: plugin '{name}' failed: ")
+    assert BROKEN[name] in line
+    assert proc.stdout == ""
+
+
+def test_strict_mode_with_every_plugin_fails_on_the_first_broken_one(venv: Venv) -> None:
+    proc = venv.cli("plugins", HWBENCH_STRICT_PLUGINS="1", HWBENCH_DISABLE_PLUGINS=",".join(venv.broken_builtins))
+    assert proc.returncode == 3
+    line = _one_line_error(proc)
+    assert any(line.startswith(f"error: plugin '{name}' failed: ") for name in BROKEN), line
+
+
+def test_the_plugin_authors_own_tests_pass(venv: Venv) -> None:
+    # What a plugin author runs in their repository, against the installed hwbench.
+    proc = venv.run(venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", venv.example_src / "tests")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout
