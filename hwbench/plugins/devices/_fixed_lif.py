@@ -1,0 +1,153 @@
+"""Running the LIF-family kernels in a neuromorphic chip's integer arithmetic.
+
+The Loihi and SpiNNaker plugins share everything but the arithmetic of one population: the loop
+over steps, feeding each layer the spikes of the layer below (same step) and its own spikes
+(previous step, for recurrent weights), exact integer synaptic sums, conversion of the kernel's
+float state to the chip's integers and back, and the counting of overflow events. A device
+supplies one :class:`FixedLayer` per population of :meth:`hwbench.plugins.kernels.lif._LifBase.layers`.
+
+Exact integer sums through BLAS: spikes are 0/1 and weights small integers, so a float64
+matrix product computes every partial sum exactly (all magnitudes stay far below 2^53) in any
+summation order, and is much faster than numpy's integer matmul.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.engine import Executor, RunOutput
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import Workload
+
+_EXACT = 2.0**53
+
+
+def int_sums(spikes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``spikes @ weights`` for 0/1 spikes and integer-valued float64 weights, as exact int64."""
+    return np.matmul(spikes.astype(np.float64), weights).astype(np.int64)
+
+
+def integer_weights(w: np.ndarray) -> np.ndarray:
+    """Integer weights as float64 for :func:`int_sums`, after checking sums stay exact."""
+    w = np.asarray(w, dtype=np.int64)
+    if w.size and np.abs(w).sum(axis=0).max() >= _EXACT:
+        raise ValueError("integer weights too large for exact float64 sums")
+    return w.astype(np.float64)
+
+
+def saturate(x: np.ndarray, lo: int, hi: int, counts: Counter, name: str) -> np.ndarray:
+    """Clamp to ``[lo, hi]``, counting the clamped elements under ``name``."""
+    n = int(np.count_nonzero((x < lo) | (x > hi)))
+    if n:
+        counts[name] += n
+        x = np.clip(x, lo, hi)
+    return x
+
+
+def wrap(x: np.ndarray, bits: int, counts: Counter, name: str) -> np.ndarray:
+    """Two's-complement wrap to ``bits`` (signed), counting the elements that wrapped."""
+    half = 1 << (bits - 1)
+    wrapped = ((x + half) & ((1 << bits) - 1)) - half
+    n = int(np.count_nonzero(wrapped != x))
+    if n:
+        counts[name] += n
+    return wrapped
+
+
+class FixedLayer(ABC):
+    """One population in a chip's integers. State dicts hold int64 arrays; ``z`` is 0/1."""
+
+    n: int
+    has_rec: bool
+
+    @abstractmethod
+    def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The kernel's float layer state (``i``?, ``u``, ``z``) as the chip's integers."""
+
+    @abstractmethod
+    def leave(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The chip's integer state back in the kernel's float units (exact inverse of ``enter``)."""
+
+    @abstractmethod
+    def input_ff(self, spikes: np.ndarray) -> Any:
+        """Synaptic sums of feed-forward spikes (``(..., n_pre)`` 0/1 -> per-target integers)."""
+
+    @abstractmethod
+    def input_rec(self, spikes: np.ndarray) -> Any:
+        """Synaptic sums of this layer's own previous-step spikes (recurrent layers only)."""
+
+    @abstractmethod
+    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter) -> dict[str, np.ndarray]:
+        """One time step: synaptic input, neuron update, threshold and reset; returns new state."""
+
+
+def index_step(sums: Any, t: int) -> Any:
+    """Row ``t`` of precomputed synaptic sums (a tuple of arrays or one array)."""
+    return tuple(s[t] for s in sums) if isinstance(sums, tuple) else sums[t]
+
+
+class FixedLifExecutor(Executor):
+    """Runs a LIF-family kernel with a chip's :class:`FixedLayer` populations, vectorised in numpy int64.
+
+    State in and out is the kernel's float layout, so the executor is interchangeable with an
+    engine's; ``enter``/``leave`` are exact inverses, so splitting a run into several calls gives
+    the same integers as one call. The input-layer synaptic sums of all ``n_steps`` input rows are
+    computed once per call (they do not depend on the state).
+    """
+
+    def __init__(self, kernel: Any, workload: Workload, layers: list[FixedLayer], *, detail: str = "") -> None:
+        self.kernel = kernel
+        self.workload = workload
+        self.layers = layers
+        self.sample_every = kernel.info.sample_every
+        self.detail = detail
+
+    def run(self, state: Any, inputs: dict[str, Any] | None, nsamples: int) -> RunOutput:
+        if isinstance(nsamples, bool) or not isinstance(nsamples, (int, np.integer)) or nsamples < 0:
+            raise UsageError(f"nsamples must be a non-negative integer, got {nsamples!r}")
+        x = self._input(inputs)
+        n_steps = x.shape[0]
+        if not isinstance(state, (tuple, list)) or len(state) != len(self.workload.state0):
+            raise UsageError(f"state must be a sequence of {len(self.workload.state0)} arrays like the workload's state0")
+        for s, ref in zip(state, self.workload.state0):
+            if np.shape(s) != np.shape(ref):
+                raise UsageError(f"state arrays must have the workload's shapes {[np.shape(r) for r in self.workload.state0]}")
+        states = [layer.enter(d) for layer, d in zip(self.layers, self.kernel.split_state(state))]
+        total = int(nsamples) * self.sample_every
+        first_ff = self.layers[0].input_ff(x) if total else None
+        counts: Counter = Counter()
+        probes = np.zeros((int(nsamples), self.layers[-1].n), dtype=np.float64)
+        for k in range(total):
+            for j, layer in enumerate(self.layers):
+                ff = index_step(first_ff, k % n_steps) if j == 0 else layer.input_ff(states[j - 1]["z"])
+                rec = layer.input_rec(states[j]["z"]) if layer.has_rec else None
+                states[j] = layer.step(states[j], ff, rec, counts)
+            if (k + 1) % self.sample_every == 0:
+                probes[k // self.sample_every] = states[-1]["z"]
+        out_state = self.kernel.join_state([layer.leave(s) for layer, s in zip(self.layers, states)])
+        return RunOutput(state=out_state, probes=probes, spikes=None, counters=dict(counts))
+
+    def _input(self, inputs: dict[str, Any] | None) -> np.ndarray:
+        default = self.workload.arrays["x"]
+        unknown = sorted(set(inputs or {}) - {"x"})
+        if unknown:
+            raise UsageError(f"kernel '{self.kernel.name}' has no input {', '.join(unknown)}; inputs: x")
+        x = np.asarray((inputs or {}).get("x", default))
+        if x.shape != default.shape:
+            raise UsageError(f"input 'x' must have shape {default.shape}, got {x.shape}")
+        if not np.isin(x, (0, 1)).all():
+            raise UsageError("input 'x' must hold spikes (0 or 1) for a neuromorphic device")
+        return x.astype(np.int64)
+
+
+def timed_executor(build: Any) -> Executor:
+    """Call ``build()`` (quantisation of the network) and record its cost as ``setup_s``."""
+    start = time.perf_counter()
+    executor = build()
+    executor.setup_s = time.perf_counter() - start
+    return executor
