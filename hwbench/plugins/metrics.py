@@ -1,11 +1,93 @@
-"""Built-in metrics plugin."""
+"""Built-in metrics, registered through ``hwbench_metrics`` like a third-party plugin's would be.
+
+Accuracy metrics take ``candidate=`` and ``reference=`` traces (:class:`hwbench.accuracy.scenario.Trace`)
+and ``kernel=``; performance metrics take ``timing=`` (:class:`hwbench.core.results.Timing`) and
+``kernel=`` / ``workload=``. The audit runs every registered accuracy metric on every run.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hwbench.core.hookspecs import hookimpl
-from hwbench.core.metric import Metric
+from hwbench.core.metric import Metric, MetricInfo
+
+
+def _traces(data: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return data["candidate"], data["reference"], data["kernel"]
+
+
+class VoltageDeviation(Metric):
+    info = MetricInfo(
+        name="voltage-deviation",
+        kind="accuracy",
+        unit="mV",
+        summary="max and box statistics of |V - V_ref|, overall and over the first / last second",
+    )
+
+    def compute(self, **data: Any) -> dict[str, float]:
+        from hwbench.accuracy.metrics import abs_deviation, box_stats
+
+        cand, ref, kernel = _traces(data)
+        dev = abs_deviation(cand.probes, ref.probes)
+        per_s = max(1, round(1000.0 / ((kernel.info.dt_ms or 1.0) * kernel.info.sample_every)))
+        out = {"max": float(dev.max()) if dev.size else 0.0}
+        for name, part in (("first_s", dev[:per_s]), ("last_s", dev[-per_s:])):
+            out.update({f"{name}_{k}": v for k, v in box_stats(part).items()})
+        return out
+
+
+class SpikeAgreement(Metric):
+    info = MetricInfo(
+        name="spike-agreement",
+        kind="accuracy",
+        unit="spikes / ms",
+        summary="spikes at step resolution: count difference, matched fraction, |dt| median/p99/max, van Rossum",
+    )
+
+    def compute(self, **data: Any) -> dict[str, float]:
+        from hwbench.accuracy.metrics import spike_metrics, spike_steps
+
+        cand, ref, kernel = _traces(data)
+        every = kernel.info.sample_every
+        return spike_metrics(spike_steps(cand.spikes, every), spike_steps(ref.spikes, every), kernel.info.dt_ms or 1.0)
+
+
+class HardChecks(Metric):
+    info = MetricInfo(
+        name="hard-checks",
+        kind="check",
+        unit="violations",
+        summary="non-finite values, voltages out of bounds, gates outside [0, 1], negative calcium",
+    )
+
+    def compute(self, **data: Any) -> dict[str, float]:
+        from hwbench.accuracy.checks import state_checker
+
+        cand, _, kernel = _traces(data)
+        found = cand.violation or state_checker(kernel)(cand.final_state)
+        return {"violations": float(found is not None)}
+
+
+class Throughput(Metric):
+    info = MetricInfo(
+        name="throughput",
+        kind="performance",
+        unit="various",
+        summary="us/step, real-time factor, cell-steps/s and GFLOP/s (from the kernel's FLOP count)",
+    )
+
+    def compute(self, **data: Any) -> dict[str, float]:
+        timing, kernel, workload = data["timing"], data["kernel"], data["workload"]
+        flops = kernel.flops_per_step(workload) * timing.steps / timing.run_s
+        return {
+            "us_per_step": timing.us_per_step,
+            "rtf": timing.rtf,
+            "cell_steps_per_s": timing.cell_steps_per_s,
+            "gflops": flops / 1e9,
+        }
 
 
 @hookimpl
 def hwbench_metrics() -> list[Metric]:
-    return []
+    return [VoltageDeviation(), SpikeAgreement(), HardChecks(), Throughput()]
