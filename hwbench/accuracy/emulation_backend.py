@@ -1,0 +1,91 @@
+"""The few array primitives the emulation needs beyond an engine's ops, per array library.
+
+The emulating ops compute every operation with the engine's own raw ops; what they add —
+rounding, event counts, the one-hot lowering's column gathers — needs a handful of array
+functions (``isfinite``, a count, ``take``, ``frexp``) of the engine's library. numpy and
+``jax.numpy`` share one implementation through their common API; JAX is imported only when a
+JAX engine asks for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.errors import UnavailableError
+
+__all__ = ["Backend", "backend_for"]
+
+
+class Backend:
+    """numpy-API primitives on one library's arrays (``xp`` is numpy or jax.numpy)."""
+
+    def __init__(self, name: str, xp: Any, array_types: tuple[type, ...]) -> None:
+        self.name = name
+        self.xp = xp
+        self.array_types = array_types
+
+    def is_array(self, x: Any) -> bool:
+        return isinstance(x, self.array_types)
+
+    def is_float(self, x: Any) -> bool:
+        dtype = getattr(x, "dtype", None)
+        return dtype is not None and np.dtype(dtype).kind == "f"
+
+    def isfinite(self, x: Any) -> Any:
+        return self.xp.isfinite(x)
+
+    def all_finite(self, x: Any) -> Any:
+        return self.xp.all(self.xp.isfinite(x))
+
+    def count(self, mask: Any) -> Any:
+        """Number of true elements, as an int32 scalar of this library."""
+        return self.xp.sum(mask, dtype=self.xp.int32)
+
+    def vector(self, counts: list[Any]) -> Any:
+        """One int32 vector from int32 scalars (an empty list gives an empty vector)."""
+        if not counts:
+            return self.xp.zeros((0,), dtype=self.xp.int32)
+        return self.xp.stack([self.xp.asarray(c, dtype=self.xp.int32) for c in counts])
+
+    def concrete(self, x: Any) -> np.ndarray | None:
+        """``x`` as a host numpy array when its values are known now (not a traced value)."""
+        try:
+            return np.asarray(x)
+        except Exception:  # a tracer: values exist only when the compiled program runs
+            return None
+
+    def take(self, x: Any, index: np.ndarray) -> Any:
+        """``x[..., index]`` for a host integer index array."""
+        return self.xp.take(x, self.xp.asarray(index), axis=-1)
+
+    def append_zero(self, x: Any) -> Any:
+        """``x`` with one zero appended along the last axis (the one-hot padding slot)."""
+        pad = self.xp.zeros((*x.shape[:-1], 1), dtype=x.dtype)
+        return self.xp.concatenate([x, pad], axis=-1)
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return self.xp.zeros(shape, dtype=dtype)
+
+    def binade(self, x: Any) -> Any:
+        """``floor(log2|x|)`` per element as an integer array (0 for zero, inf and NaN)."""
+        _, e = self.xp.frexp(x)
+        return e - 1
+
+    def ldexp(self, x: Any, e: Any) -> Any:
+        return self.xp.ldexp(x, e)
+
+
+def backend_for(ops_name: str) -> Backend:
+    """The backend of an engine's raw ops, by the ops' ``name``."""
+    if ops_name == "numpy":
+        return Backend("numpy", np, (np.ndarray, np.generic))
+    if ops_name == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        return Backend("jax", jnp, (jax.Array, np.ndarray, np.generic))
+    raise UnavailableError(
+        f"numerics emulation runs on the numpy and jax engines; engine ops '{ops_name}' compute natively only"
+    )

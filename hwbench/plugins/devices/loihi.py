@@ -1,0 +1,254 @@
+"""Intel Loihi: the LIF-family kernels in Loihi's integer neuron and synapse arithmetic.
+
+No chip is reachable from hwbench, so the device is always emulated, bit for bit per Lava's
+bit-accurate models: ``lava.proc.lif.models.PyLifModelBitAcc`` (neurons) and
+``lava.proc.dense.models.PyDenseModelBitAcc`` with ``lava.utils.weightutils`` (synapses). That
+model is documented, not measured: Lava issues #322 and #329 report corners where it differs
+from the silicon. Every fact and every mapping choice is listed in ``docs/devices/loihi.md``.
+
+Neuron (per compartment, per step; ``u`` current and ``v`` voltage are 24-bit signed)::
+
+    u = sign(x) (|x| >> 12) + (a_in << 6),    x = u (4096 - (du + 1))     then u wraps (Lava's rule)
+    v = sign(y) (|y| >> 12) + u + bias,       y = v (4096 - dv)           then v saturates to +-(2^23 - 1)
+    spike when v > (vth << 6); a spiking neuron's v is set to 0
+
+Float kernel -> Loihi (per layer; see ``compile_layer``): ``beta -> dv = rint(4096 (1 - beta))``,
+``alpha -> du = rint(4096 (1 - alpha)) - 1`` (``lif``: ``du = 4095``, the current is just this
+step's input), threshold ``thr -> vth`` and one float unit of potential -> ``K = 64 vth / thr``
+integer units, weights -> 8-bit mantissas with a weight exponent in the dendritic-sum units
+``vth / thr`` per float unit.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hwbench.core.device import Device, DeviceSpec, ProbeResult, Support
+from hwbench.core.engine import Executor
+from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.hookspecs import hookimpl
+from hwbench.core.kernel import Kernel, Workload
+from hwbench.plugins.devices._emulated import EmulatedDevice
+from hwbench.plugins.devices._fixed_lif import (
+    FixedLayer,
+    FixedLifExecutor,
+    int_sums,
+    integer_weights,
+    saturate,
+    timed_executor,
+)
+
+if TYPE_CHECKING:
+    from hwbench.accuracy.profile import NumericsProfile
+    from hwbench.plugins.kernels.lif import LifLayer
+
+DAVIES = "Davies et al., 'Loihi: A Neuromorphic Manycore Processor with On-Chip Learning', IEEE Micro 38(1):82-99 (2018)"
+LOIHI2 = "Intel Labs, 'Taking Neuromorphic Computing to the Next Level with Loihi 2', technology brief (2021)"
+LAVA_LIF = "Lava, lava/proc/lif/models.py: PyLifModelBitAcc / AbstractPyLifModelFixed (github.com/lava-nc/lava)"
+LAVA_DENSE = "Lava, lava/proc/dense/models.py: PyDenseModelBitAcc; lava/utils/weightutils.py (github.com/lava-nc/lava)"
+DISPUTED = "documented (Lava model), not measured on silicon: Lava issues #322 and #329 dispute corners"
+
+UV_BITS = 24
+UV_MAX = (1 << (UV_BITS - 1)) - 1  # v saturates to +-(2^23 - 1)
+DECAY_SHIFT = 12
+DECAY_UNITY = 1 << DECAY_SHIFT
+VTH_SHIFT = ACT_SHIFT = 6
+VTH_MAX = (1 << 17) - 1
+A_IN_MIN, A_IN_MAX = -(1 << 15), (1 << 15) - 1
+WEIGHT_EXP_RANGE = (-8, 7)
+LIF_KERNELS = ("lif", "lif-current", "lif-recurrent")
+
+# capacity of one chip per mode: (neurons, synapses, source)
+CAPACITY = {
+    "loihi": (131_072, 130_000_000, DAVIES + " (128 cores x 1,024 compartments; 130 million synapses)"),
+    "loihi2": (1_048_576, 120_000_000, LOIHI2 + " (up to 1 million neurons, 120 million synapses)"),
+}
+DEFAULT_PARAMETERS: dict[str, Any] = {"vth_max": 2048, "a_in_overflow": "saturate"}
+
+
+# ------------------------------------------------------------------------------------------
+# Loihi's integer arithmetic (vectorised, int64 carriers)
+# ------------------------------------------------------------------------------------------
+def decay(x: np.ndarray, decay_const: int | np.ndarray) -> np.ndarray:
+    """``sign(y) * (|y| >> 12)`` with ``y = x * (4096 - decay_const)``: truncation toward zero."""
+    y = np.asarray(x, np.int64) * (DECAY_UNITY - np.asarray(decay_const, np.int64))
+    return np.sign(y) * (np.abs(y) >> DECAY_SHIFT)
+
+
+def wrap_current(u: np.ndarray, counts: Counter) -> np.ndarray:
+    """Lava's 24-bit wrap of the current: ``u > 2^23 -> u - 2^24``, then ``<= -2^23 -> u + 2^24``.
+
+    This keeps ``+2^23`` itself (one value outside two's complement) and maps ``-2^23`` to
+    ``+2^23``: a corner of Lava's model we reproduce as written rather than guess the silicon's.
+    """
+    half = 1 << (UV_BITS - 1)
+    wrapped = np.where(u > half, u - 2 * half, u)
+    wrapped = np.where(wrapped <= -half, u + 2 * half, wrapped)
+    n = int(np.count_nonzero(wrapped != u))
+    if n:
+        counts["u_wrapped"] += n
+    return wrapped
+
+
+def effective_bias(mant: int | np.ndarray, exp: int | np.ndarray) -> np.ndarray:
+    """``bias_mant << bias_exp`` (a negative exponent shifts right, arithmetic), in int64.
+
+    Computed in 64 bits: Lava's int16 intermediate overflows for large mantissas (issue #329).
+    """
+    mant, exp = np.asarray(mant, np.int64), np.asarray(exp, np.int64)
+    return np.where(exp >= 0, mant << np.maximum(exp, 0), mant >> np.maximum(-exp, 0))
+
+
+def lif_step(
+    u: np.ndarray,
+    v: np.ndarray,
+    a_in: np.ndarray,
+    *,
+    du: int,
+    dv: int,
+    bias: int | np.ndarray,
+    vth: int,
+    counts: Counter,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One step of ``PyLifModelBitAcc``: returns ``(u, v_before_reset, spikes)``.
+
+    ``v`` is the voltage after the previous step's reset; ``a_in`` the 16-bit dendritic input.
+    """
+    u = decay(u, du + 1) + (np.asarray(a_in, np.int64) << ACT_SHIFT)
+    u = wrap_current(u, counts)
+    v = decay(v, dv) + u + bias
+    v = saturate(v, -UV_MAX, UV_MAX, counts, "v_saturated")
+    return u, v, (v > (vth << VTH_SHIFT)).astype(np.int64)
+
+
+def shift_sums(sums: np.ndarray, weight_exp: int) -> np.ndarray:
+    """Apply the Dense weight exponent to dendritic sums (left, or arithmetic right)."""
+    return sums << weight_exp if weight_exp > 0 else sums >> -weight_exp
+
+
+# ------------------------------------------------------------------------------------------
+# float kernel -> Loihi parameters
+# ------------------------------------------------------------------------------------------
+def _levels(w: np.ndarray) -> tuple[str, float, float]:
+    """Lava's sign mode of a weight matrix and its mantissa limits (mixed mode: even values)."""
+    if w.size == 0 or np.min(w) >= 0:
+        return "excitatory", 0.0, 255.0
+    if np.max(w) <= 0:
+        return "inhibitory", -255.0, 0.0
+    return "mixed", -256.0, 254.0
+
+
+def _per_level(w: np.ndarray) -> float:
+    """The largest ``|w|`` relative to its limit: weights per mantissa level at exponent 0."""
+    _, lo, hi = _levels(w)
+    pos = float(np.max(w)) / hi if w.size and hi > 0 else 0.0
+    neg = float(np.min(w)) / lo if w.size and lo < 0 else 0.0
+    return max(pos, neg, 0.0)
+
+
+def weight_exponent(w_scaled: np.ndarray) -> int:
+    """The smallest weight exponent at which ``w_scaled / 2^e`` fits the 8-bit mantissa range."""
+    m = _per_level(w_scaled)
+    if m == 0.0:
+        return 0
+    e = math.ceil(math.log2(m))
+    while e > WEIGHT_EXP_RANGE[0] and m <= 2.0 ** (e - 1):  # guard log2 rounding
+        e -= 1
+    while m > 2.0**e:
+        e += 1
+    return int(min(max(e, WEIGHT_EXP_RANGE[0]), WEIGHT_EXP_RANGE[1]))
+
+
+def quantise_weights(w_scaled: np.ndarray, weight_exp: int) -> np.ndarray:
+    """8-bit Loihi weights (mixed sign mode: even values in [-256, 254]), rounded to nearest even."""
+    mode, lo, hi = _levels(w_scaled)
+    step = 2.0 if mode == "mixed" else 1.0
+    q = step * np.rint(w_scaled / (step * 2.0**weight_exp))
+    return np.clip(q, lo, hi).astype(np.int64)
+
+
+def choose_vth(w_ff: np.ndarray, thr: float, vth_max: int) -> int:
+    """Threshold mantissa: the largest feed-forward weight maps to the top of the 8-bit range.
+
+    ``vth = thr 2^e / m`` for the largest integer ``e`` that keeps ``vth <= vth_max`` (headroom:
+    v spans +-2^17/vth thresholds, a_in +-2^15/vth thresholds per step), so the weight
+    mantissas of the feed-forward matrix use their full range at exponent ``e``.
+    """
+    m = _per_level(w_ff)
+    if m == 0.0:
+        return int(vth_max)
+    e = math.floor(math.log2(vth_max * m / thr))
+    e = min(max(e, WEIGHT_EXP_RANGE[0]), WEIGHT_EXP_RANGE[1])
+    return int(min(max(math.floor(thr * 2.0**e / m), 1), vth_max, VTH_MAX))
+
+
+class LoihiLayer(FixedLayer):
+    """A LIF population with Dense synapses in Lava's bit-accurate arithmetic."""
+
+    def __init__(self, layer: LifLayer, *, vth_max: int, a_in_overflow: str) -> None:
+        if layer.reset != "zero":
+            raise UnavailableError(_SUBTRACT_REASON)
+        self.name, self.n = layer.name, layer.n
+        self.dv = int(np.clip(np.rint(DECAY_UNITY * (1.0 - layer.beta)), 0, DECAY_UNITY - 1))
+        alpha = 0.0 if layer.alpha is None else layer.alpha
+        self.du = int(np.clip(np.rint(DECAY_UNITY * (1.0 - alpha)) - 1, 0, DECAY_UNITY - 1))
+        self.vth = choose_vth(layer.w_ff, layer.thr, vth_max)
+        self.k = self.vth * (1 << VTH_SHIFT) / layer.thr  # integer units of v per float unit of potential
+        self.has_current = layer.alpha is not None
+        scale = self.vth / layer.thr  # dendritic-sum units per float unit of weight
+        self.exp_ff = weight_exponent(layer.w_ff * scale)
+        self.w_ff = quantise_weights(layer.w_ff * scale, self.exp_ff)
+        self.has_rec = layer.w_rec is not None
+        if self.has_rec:
+            self.exp_rec = weight_exponent(layer.w_rec * scale)
+            self.w_rec = quantise_weights(layer.w_rec * scale, self.exp_rec)
+            self._rec = integer_weights(self.w_rec)
+        self._ff = integer_weights(self.w_ff)
+        self.bias = 0
+        self.a_in_overflow = a_in_overflow
+
+    def describe(self) -> dict[str, Any]:
+        """The integer parameters this layer runs with (shown in reports, used by tests)."""
+        d = {"du": self.du, "dv": self.dv, "vth": self.vth, "weight_exp": self.exp_ff, "units_per_float": self.k}
+        if self.has_rec:
+            d["weight_exp_rec"] = self.exp_rec
+        return d
+
+    def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        z = state["z"].astype(np.int64)
+        v = np.clip(np.rint(state["u"] * self.k), -UV_MAX, UV_MAX).astype(np.int64)
+        u = np.clip(np.rint(state["i"] * self.k), -UV_MAX, UV_MAX).astype(np.int64) if "i" in state else np.zeros_like(v)
+        return {"u": u, "v": v, "z": z}
+
+    def leave(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = {"u": state["v"] / self.k, "z": state["z"].astype(np.float64)}
+        if self.has_current:
+            out["i"] = state["u"] / self.k
+        return out
+
+    def input_ff(self, spikes: np.ndarray) -> np.ndarray:
+        return shift_sums(int_sums(spikes, self._ff), self.exp_ff)
+
+    def input_rec(self, spikes: np.ndarray) -> np.ndarray:
+        return shift_sums(int_sums(spikes, self._rec), self.exp_rec)
+
+    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter) -> dict[str, np.ndarray]:
+        a_in = ff if rec is None else ff + rec
+        if self.a_in_overflow == "saturate":
+            a_in = saturate(a_in, A_IN_MIN, A_IN_MAX, counts, "a_in_saturated")
+        elif self.a_in_overflow == "wrap":
+            a_in = ((a_in - A_IN_MIN) & 0xFFFF) + A_IN_MIN
+        v = np.where(state["z"] == 1, 0, state["v"])  # Loihi's reset of last step's spikes
+        u, v, z = lif_step(state["u"], v, a_in, du=self.du, dv=self.dv, bias=self.bias, vth=self.vth, counts=counts)
+        return {"u": u, "v": v, "z": z}
+
+
+_SUBTRACT_REASON = (
+    "Loihi's hard-wired LIF neuron sets v to 0 after a spike and cannot reset by subtracting the "
+    "threshold; build the workload with reset='zero' (e.g. make_workload(size, reset='zero'))"
+)
