@@ -41,6 +41,7 @@ from hwbench.plugins.devices._fixed_lif import (
     integer_weights,
     saturate,
     timed_executor,
+    wrap,
 )
 
 if TYPE_CHECKING:
@@ -242,7 +243,7 @@ class LoihiLayer(FixedLayer):
         if self.a_in_overflow == "saturate":
             a_in = saturate(a_in, A_IN_MIN, A_IN_MAX, counts, "a_in_saturated")
         elif self.a_in_overflow == "wrap":
-            a_in = ((a_in - A_IN_MIN) & 0xFFFF) + A_IN_MIN
+            a_in = wrap(a_in, 16, counts, "a_in_wrapped")
         v = np.where(state["z"] == 1, 0, state["v"])  # Loihi's reset of last step's spikes
         u, v, z = lif_step(state["u"], v, a_in, du=self.du, dv=self.dv, bias=self.bias, vth=self.vth, counts=counts)
         return {"u": u, "v": v, "z": z}
@@ -252,3 +253,187 @@ _SUBTRACT_REASON = (
     "Loihi's hard-wired LIF neuron sets v to 0 after a spike and cannot reset by subtracting the "
     "threshold; build the workload with reset='zero' (e.g. make_workload(size, reset='zero'))"
 )
+
+
+# ------------------------------------------------------------------------------------------
+# the device
+# ------------------------------------------------------------------------------------------
+class LoihiDevice(EmulatedDevice):
+    """Intel Loihi (mode ``loihi``) and Loihi 2 (``loihi2``: same LIF arithmetic, larger chip)."""
+
+    spec = DeviceSpec(
+        name="loihi",
+        vendor="Intel",
+        model="Loihi (mode 'loihi2': Loihi 2)",
+        kind="neuromorphic",
+        memory="on-chip SRAM in each of 128 neuromorphic cores",
+        process_nm=14,
+        transistors_bn=2.07,
+        clock_mhz="asynchronous (no global clock)",
+        peak={
+            "neurons": "131,072 per chip (Loihi 2: 1,048,576)",
+            "synapses": "130 million per chip (Loihi 2: 120 million)",
+            "die": "60 mm^2, Intel 14 nm (Loihi 2: 31 mm^2, Intel 4, 2.3 billion transistors)",
+        },
+        software="Lava; here: Lava's bit-accurate LIF / Dense models re-implemented in numpy int64",
+        sources=[DAVIES, LOIHI2, LAVA_LIF, LAVA_DENSE],
+    )
+    modes = ("loihi", "loihi2")
+    looked_for = "Lava with a Loihi backend (python packages 'lava' + 'lava-loihi', or NxSDK 'nxsdk')"
+
+    def probe(self) -> ProbeResult:
+        found = [name for name in ("lava", "nxsdk") if importlib.util.find_spec(name) is not None]
+        hw = importlib.util.find_spec("lava.utils.loihi2_profiler") if "lava" in found else None
+        seen = f"found {', '.join(found)}" + (" with the Loihi extension" if hw else "") if found else "found neither"
+        return ProbeResult(
+            status="emulated",
+            reason=(
+                f"looked for {self.looked_for}: {seen}; hwbench has no path to Loihi hardware, so the "
+                "LIF kernels run in Lava's bit-accurate integer model (documented, not measured on silicon)"
+            ),
+        )
+
+    def profile_for(self, mode: str) -> NumericsProfile:
+        return loihi_profile(mode, DEFAULT_PARAMETERS)
+
+    def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
+        merged = EmulatedDevice.apply_overrides(self, profile, overrides)
+        return loihi_profile(profile.mode, merged.parameters)
+
+    def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
+        mode = meta.get("mode") or self.default_mode
+        if kernel.info.family == "conductance":
+            return Support.no(
+                f"{kernel.name}: conductance-based HH dynamics are not expressible on Loihi's hard-wired CUBA "
+                "LIF neurons (two state variables with fixed linear decays, a threshold and a reset; no "
+                "voltage-dependent gating, no exp or division)"
+            )
+        if kernel.name not in LIF_KERNELS:
+            return Support.no(
+                f"{kernel.name}: Loihi runs LIF-family kernels only ({', '.join(LIF_KERNELS)}); "
+                f"this kernel's dynamics family is '{kernel.info.family}'"
+            )
+        if workload is None:
+            return Support.yes("LIF dynamics map onto Loihi's CUBA neurons (capacity checked per workload)")
+        if float(workload.params.get("reset_zero", 0.0)) != 1.0:
+            return Support.no(_SUBTRACT_REASON)
+        neurons, synapses = lif_counts(workload)
+        cap_n, cap_s, _ = CAPACITY[mode if mode in CAPACITY else self.default_mode]
+        if neurons > cap_n or synapses > cap_s:
+            return Support.no(
+                f"{neurons:,} neurons and {synapses:,} synapses exceed one {mode} chip "
+                f"({cap_n:,} neurons, {cap_s:,} synapses; multi-chip partitioning is not modelled)"
+            )
+        return Support.yes(f"{neurons:,} of {cap_n:,} neurons, {synapses:,} of {cap_s:,} synapses on one {mode} chip")
+
+    def executor(
+        self,
+        kernel: Kernel,
+        workload: Workload,
+        *,
+        mode: str | None = None,
+        engine: str | None = None,
+        dtype: str | None = None,
+        profile: NumericsProfile | None = None,
+    ) -> Executor:
+        """The bit-accurate integer model (numpy int64; ``engine`` and ``dtype`` do not apply).
+
+        ``profile`` supplies the mapping parameters (``vth_max``, ``a_in_overflow``).
+        """
+        mode = mode or self.default_mode
+        if mode not in self.modes:
+            from hwbench.core.errors import unknown_name
+
+            raise unknown_name("mode of device 'loihi'", mode, self.modes)
+        verdict = self.supports(kernel, workload, mode=mode)
+        if not verdict.ok:
+            raise UnavailableError(f"device 'loihi' cannot run {kernel.name}: {verdict.reason}")
+        params = {**DEFAULT_PARAMETERS, **(profile.parameters if profile is not None else {})}
+        _check_parameters(params)
+
+        def build() -> Executor:
+            layers = [
+                LoihiLayer(layer, vth_max=int(params["vth_max"]), a_in_overflow=str(params["a_in_overflow"]))
+                for layer in kernel.layers(workload)  # type: ignore[attr-defined]
+            ]
+            return FixedLifExecutor(kernel, workload, layers, detail=f"Lava bit-accurate LIF model ({mode})")
+
+        return timed_executor(build)
+
+
+def lif_counts(workload: Workload) -> tuple[int, int]:
+    """LIF neurons (hidden + output; input spikes are injected) and synapses of a LIF workload."""
+    a = workload.arrays
+    neurons = workload.size + a["w_out"].shape[1]
+    synapses = a["w_in"].size + a["w_out"].size + (a["w_rec"].size if "w_rec" in a else 0)
+    return int(neurons), int(synapses)
+
+
+def _check_parameters(params: dict[str, Any]) -> None:
+    vth_max = params["vth_max"]
+    if isinstance(vth_max, bool) or not isinstance(vth_max, int) or not 1 <= vth_max <= VTH_MAX:
+        raise UsageError(f"loihi parameter vth_max must be an integer in 1..{VTH_MAX}, got {vth_max!r}")
+    if params["a_in_overflow"] not in ("saturate", "wrap", "none"):
+        raise UsageError(f"loihi parameter a_in_overflow must be saturate, wrap or none, got {params['a_in_overflow']!r}")
+
+
+def loihi_profile(mode: str, parameters: dict[str, Any]) -> NumericsProfile:
+    """Loihi's formats as a :class:`NumericsProfile`, in float units of a threshold-1 kernel.
+
+    Exact for the state and neuron arithmetic when ``vth = vth_max`` is a power of two (one float
+    unit is ``64 vth`` integer units); the weight format depends on the weights of a workload, so
+    that entry is an approximation. The bit-accurate path is :meth:`LoihiDevice.executor`.
+    """
+    from hwbench.accuracy.formats import FixedFormat
+    from hwbench.accuracy.profile import Confidence, NumericsProfile, OpNumerics
+    from hwbench.core.ops import OpClass
+
+    params = {**DEFAULT_PARAMETERS, **parameters}
+    _check_parameters(params)
+    frac = round(math.log2(64 * params["vth_max"]))
+    uv = FixedFormat(name=f"loihi-uv24 (2^-{frac} per threshold)", signed=True, int_bits=UV_BITS - 1 - frac,
+                     frac_bits=frac, overflow="saturate", rounding="toward-zero")
+    a_frac = frac - ACT_SHIFT
+    a_in = FixedFormat(name=f"loihi-a_in16 (2^-{a_frac} per threshold)", signed=True, int_bits=15 - a_frac,
+                       frac_bits=a_frac, overflow="saturate" if params["a_in_overflow"] == "saturate" else "wrap",
+                       rounding="floor")
+    w_frac = a_frac - 2  # mixed-mode mantissa step 2 at weight exponent +1 (default lif workloads)
+    weights = FixedFormat(name="loihi-w8 (approx.)", signed=True, int_bits=0, frac_bits=w_frac, overflow="saturate",
+                          rounding="nearest-even")
+    doc = Confidence.DOCUMENTED
+    return NumericsProfile(
+        name=f"loihi-{mode}-lava-bitacc",
+        device="loihi",
+        mode=mode,
+        description=f"Lava's bit-accurate LIF/Dense arithmetic ({DISPUTED})",
+        carrier="float64",
+        ops={
+            OpClass.STORE: OpNumerics(format=uv, source=LAVA_LIF + ": u, v 24-bit", confidence=doc),
+            OpClass.MUL: OpNumerics(format=uv, source=LAVA_LIF + ": decays sign(x)(|x| >> 12)", confidence=doc),
+            OpClass.ADD: OpNumerics(format=uv, source=LAVA_LIF + ": v clipped to +-(2^23-1); u wraps", confidence=doc),
+            OpClass.MATMUL_ACCUMULATE: OpNumerics(
+                format=a_in,
+                source="assumption: dendritic sums saturate to the 16-bit a_in (Lava's Python model does not clip)",
+                confidence=Confidence.ASSUMED,
+            ),
+            OpClass.MATMUL_INPUT: OpNumerics(
+                format=weights,
+                source=LAVA_DENSE + "; assumption: the weight exponent hwbench picks for default lif workloads",
+                confidence=Confidence.ASSUMED,
+            ),
+        },
+        parameters=params,
+        notes=[
+            "Float units: a kernel threshold of 1 is vth << 6 integer units; the device executor picks vth per "
+            "layer (<= vth_max) and is the bit-accurate path; this profile approximates it for the generic emulator.",
+            "Reset: v := 0 after a spike (no reset by subtraction); comparison v > vth << 6 (strict).",
+            "Not modelled: refractory period, axonal/synaptic delays (one step per layer on the chip), "
+            "multi-chip partitioning.",
+            DISPUTED,
+        ],
+    )
+
+
+@hookimpl
+def hwbench_devices() -> list[Device]:
+    return [LoihiDevice()]

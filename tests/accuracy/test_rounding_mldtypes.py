@@ -1,0 +1,97 @@
+"""round_float(nearest-even) on float32 data is bit-identical to ml_dtypes' casts.
+
+ml_dtypes is the reference implementation of bf16 / fp16 / OCP fp8 conversions used by JAX and
+TensorFlow, so matching it bit for bit (NaN-ness for NaNs) pins down the preset formats'
+conventions: ties to even, subnormals, overflow to inf or NaN (e4m3fn has no inf and
+S.1111.111 is NaN, so 464 -> 448 but 465 -> NaN), fnuz's unsigned zero.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_rounding_strategies import ML_DTYPES_PRESETS, batches
+
+from hwbench.accuracy.formats import get_format
+from hwbench.accuracy.rounding import round_float
+
+DTYPES = {
+    "bf16": ml_dtypes.bfloat16,
+    "fp16": np.float16,
+    "fp8-e4m3fn": ml_dtypes.float8_e4m3fn,
+    "fp8-e5m2": ml_dtypes.float8_e5m2,
+    "fp8-e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+    "fp8-e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+}
+
+
+def _reference(x: np.ndarray, name: str) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(DTYPES[name]).astype(np.float32)
+
+
+def _assert_same(x: np.ndarray, got: np.ndarray, ref: np.ndarray) -> None:
+    nan = np.isnan(ref)
+    bad = (np.isnan(got) != nan) | (~nan & (got.view(np.uint32) != ref.view(np.uint32)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AssertionError(
+            f"{int(bad.sum())} mismatches; first: x={x[i]!r} (0x{int(x.view(np.uint32)[i]):08x}) "
+            f"got {got[i]!r} (0x{int(got.view(np.uint32)[i]):08x}) expected {ref[i]!r}"
+        )
+
+
+def test_presets_match_ml_dtypes_metadata() -> None:
+    for name in ML_DTYPES_PRESETS:
+        fmt, info = get_format(name), ml_dtypes.finfo(DTYPES[name])
+        assert fmt.mantissa_bits == info.nmant
+        assert fmt.max_value == float(info.max)
+        assert fmt.min_normal == float(info.smallest_normal)
+        assert fmt.min_subnormal == float(info.smallest_subnormal)
+
+
+@st.composite
+def _format_and_batch(draw: st.DrawFn) -> tuple[str, np.ndarray]:
+    name = draw(st.sampled_from(ML_DTYPES_PRESETS))
+    return name, draw(batches(get_format(name)))
+
+
+@given(_format_and_batch())
+def test_nearest_even_matches_ml_dtypes(case: tuple[str, np.ndarray]) -> None:
+    name, x = case
+    _assert_same(x, round_float(x, get_format(name)), _reference(x, name))
+
+
+@pytest.mark.parametrize("name", ML_DTYPES_PRESETS)
+def test_every_fp8_and_half_pattern_region(name: str) -> None:
+    """A dense sweep: 2^20 float32 patterns with all low 12 bits varied around every exponent."""
+    hi = np.arange(0, 2**9, dtype=np.uint32) << np.uint32(23)  # sign + exponent
+    lo = np.arange(0, 2**11, dtype=np.uint32) << np.uint32(12)  # top 11 fraction bits
+    pats = (hi[:, None] | lo[None, :]).ravel()
+    pats = np.concatenate([pats, pats | np.uint32(0x800), pats | np.uint32(0x7FF), pats + np.uint32(1)])
+    x = pats.view(np.float32)
+    _assert_same(x, round_float(x, get_format(name)), _reference(x, name))
+
+
+def test_bf16_all_float32_patterns_with_zero_low_bits() -> None:
+    """Every float32 whose low 8 bits are 0 or 0x80 ... i.e. all bf16 ties and exact values."""
+    base = np.arange(0, 2**24, dtype=np.uint32) << np.uint32(8)
+    for low in (0x00, 0x80, 0x7F, 0x81):
+        x = (base | np.uint32(low)).view(np.float32)
+        _assert_same(x, round_float(x, get_format("bf16")), _reference(x, "bf16"))
+
+
+def test_known_values() -> None:
+    e4m3 = get_format("fp8-e4m3fn")
+    x = np.array([448, 449, 464, 464.5, 480, 1e9, np.inf, -np.inf, -0.0, 2**-10, 3 * 2**-11], dtype=np.float32)
+    got = round_float(x, e4m3)
+    np.testing.assert_array_equal(got[:3], [448, 448, 448])
+    assert np.isnan(got[3:8]).all()  # no infinity in e4m3fn: overflow and inf become NaN
+    assert got[8] == 0 and np.signbit(got[8])
+    assert got[9] == 0  # half of the smallest subnormal ties to even (zero)
+    assert got[10] == 2**-9
+    fnuz = round_float(np.array([-0.0, -1e-30], dtype=np.float32), get_format("fp8-e4m3fnuz"))
+    assert not np.signbit(fnuz).any()  # fnuz has no -0

@@ -1,0 +1,213 @@
+"""The listing commands and the CLI's error contract: JSON on stdout, one-line errors, exit codes.
+
+Most tests call ``hwbench.cli.main.main`` in process (fast); the start-up guard and one
+end-to-end call run a fresh interpreter, since what a cold ``hwbench`` imports is the point.
+They rely only on the ``cpu`` device and the ``leaky-ring`` kernel among the built-ins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from hwbench import __version__
+from hwbench.cli.main import main
+from hwbench.core import plugins as host
+from hwbench.core.hookspecs import hookimpl
+
+LISTINGS = ("devices", "kernels", "metrics", "engines", "plugins")
+# Imported lazily by the engines that need them; a listing command must never pay for them.
+HEAVY = ("jax", "jaxlib", "tensorflow", "onnxruntime", "onnx", "tf2onnx", "torch")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Each test loads the plugins itself, unaffected by the caller's HWBENCH_* settings."""
+    for key in ("HWBENCH_LOAD_PLUGINS", "HWBENCH_DISABLE_PLUGINS", "HWBENCH_STRICT_PLUGINS", "HWBENCH_DEBUG"):
+        monkeypatch.delenv(key, raising=False)
+    host.reset_registry()
+    yield
+    host.reset_registry()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)  # stdout holds the JSON document and nothing else
+
+
+def test_devices_json_describes_the_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    records = {r["name"]: r for r in run_json(capsys, "devices")}
+    cpu = records["cpu"]
+    assert cpu["status"] in ("real", "emulated", "unavailable")
+    assert isinstance(cpu["reason"], str) and cpu["reason"]
+    assert cpu["default_mode"] in cpu["modes"]
+    assert set(cpu["profiles"]) == set(cpu["modes"])
+    assert cpu["spec"]["name"] == "cpu" and cpu["spec"]["sources"]
+    for record in records.values():  # every device says whether it runs here, and why
+        assert record["status"] in ("real", "emulated", "unavailable") and record["reason"], record
+
+
+def test_kernels_json(capsys: pytest.CaptureFixture[str]) -> None:
+    kernels = {k["name"]: k for k in run_json(capsys, "kernels")}
+    ring = kernels["leaky-ring"]
+    assert ring["state_names"] == ["v", "w"]
+    assert "gather" in ring["op_classes"]
+
+
+def test_metrics_json(capsys: pytest.CaptureFixture[str]) -> None:
+    for metric in run_json(capsys, "metrics"):
+        assert metric["kind"] in ("accuracy", "performance", "check")
+        assert metric["name"] and metric["unit"] is not None
+
+
+def test_engines_json(capsys: pytest.CaptureFixture[str]) -> None:
+    for engine in run_json(capsys, "engines"):
+        assert isinstance(engine["available"], bool)
+        assert engine["available"] or engine["reason"], engine  # unavailable: say why
+        assert engine["dtypes"]
+
+
+def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
+    plugins = {p["name"]: p for p in run_json(capsys, "plugins")}
+    cpu = plugins["builtin-cpu"]
+    assert (cpu["source"], cpu["status"], cpu["error"]) == ("builtin", "loaded", None)
+    assert cpu["provides"]["devices"][0] == "cpu"
+    assert "leaky-ring" in plugins["builtin-kernels"]["provides"]["kernels"]
+
+
+def test_every_builtin_plugin_loads(capsys: pytest.CaptureFixture[str]) -> None:
+    failed = {p["name"]: p["error"] for p in run_json(capsys, "plugins") if p["source"] == "builtin"}
+    assert {name: error for name, error in failed.items() if error} == {}
+
+
+@pytest.mark.parametrize("command", LISTINGS)
+def test_tables_render(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    code, out, _ = run(capsys, command)
+    assert code == 0
+    assert command.capitalize() in out  # the table's title
+
+
+def test_unknown_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "nope")
+    assert (code, out) == (2, "")
+    message, *hint = err.splitlines()
+    assert message.startswith("error: unknown command 'nope'; choose from: ")
+    assert all(name in message for name in LISTINGS)
+    assert hint == ["Try 'hwbench --help'."]
+
+
+def test_a_typo_suggests_the_nearest_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "devics")
+    assert code == 2
+    assert err.splitlines()[0].endswith("Did you mean 'devices'?")
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["devices", "--bogus"], ["devices", "extra-arg"]])
+def test_bad_options_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith("error: ")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "--version") == (0, f"hwbench, version {__version__}\n", "")
+
+
+def test_help_lists_the_commands_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    assert all(name in out for name in LISTINGS)
+    assert "Exit codes" in out
+
+
+def test_failed_plugins_are_a_warning_not_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    class Broken:
+        @hookimpl
+        def hwbench_devices(self) -> list[Any]:
+            raise RuntimeError("no chip")
+
+    host._cached = host.load_registry(extra={"broken": Broken()})
+    code, out, err = run(capsys, "devices", "--json")
+    assert code == 0
+    assert "cpu" in {d["name"] for d in json.loads(out)}
+    assert "broken" in err and "failed to load" in err
+
+
+def test_strict_plugin_failure_is_exit_3_and_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Broken:
+        @hookimpl
+        def hwbench_devices(self) -> list[Any]:
+            raise RuntimeError("no chip")
+
+    monkeypatch.setenv("HWBENCH_STRICT_PLUGINS", "1")
+    monkeypatch.setattr(host, "get_registry", lambda: host.load_registry(builtins=False, extra={"broken": Broken()}))
+    monkeypatch.setattr("hwbench.cli.listing.get_registry", host.get_registry)
+    code, out, err = run(capsys, "devices")
+    assert (code, out) == (3, "")
+    assert err == "error: plugin 'broken' failed: hwbench_devices raised RuntimeError: no chip\n"
+
+
+@pytest.mark.xfail(strict=True, reason="rich wraps stderr diagnostics at the console width (80 when piped)")
+def test_a_long_warning_stays_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    class Broken:
+        @hookimpl
+        def hwbench_devices(self) -> list[Any]:
+            raise RuntimeError("no chip")
+
+    extra = {f"a-broken-plugin-with-a-long-name-{i}": Broken() for i in range(3)}
+    host._cached = host.load_registry(builtins=False, entry_point_plugins=False, extra=extra)
+    code, _, err = run(capsys, "devices", "--json")
+    assert code == 0
+    assert len(err.splitlines()) == 1, err
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HWBENCH_")}
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+
+
+def test_end_to_end_in_a_fresh_interpreter() -> None:
+    proc = _python("import sys; from hwbench.cli.main import main; sys.exit(main())", "devices", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "cpu" in {d["name"] for d in json.loads(proc.stdout)}
+    assert "Traceback" not in proc.stderr
+
+
+def test_listing_commands_do_not_import_heavy_frameworks() -> None:
+    # The real guard of the start-up target (benchmarks/cli_startup.py prints the timings):
+    # JAX, TensorFlow or ONNX Runtime imported here would cost seconds on every `hwbench` call.
+    script = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+        from hwbench.cli.main import main
+        codes = {}
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for argv in (["--help"], *([name, "--json"] for name in sys.argv[1:]), ["devices"]):
+                codes[" ".join(argv)] = main(argv)
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
+        print(json.dumps({"codes": codes, "heavy": heavy}))
+        """
+    ).replace("HEAVY", repr(HEAVY))
+    proc = _python(script, *LISTINGS)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert set(result["codes"].values()) == {0}, result["codes"]
+    assert result["heavy"] == []
