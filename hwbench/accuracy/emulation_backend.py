@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from hwbench.accuracy.formats import FixedFormat
 from hwbench.core.errors import UnavailableError
 
-__all__ = ["Backend", "backend_for"]
+__all__ = ["Backend", "backend_for", "flat_index", "round_fixed_values"]
 
 
 class Backend:
@@ -89,3 +90,50 @@ def backend_for(ops_name: str) -> Backend:
     raise UnavailableError(
         f"numerics emulation runs on the numpy and jax engines; engine ops '{ops_name}' compute natively only"
     )
+
+
+def flat_index(xp: Any, shape: tuple[int, ...]) -> Any:
+    """Each element's flat index modulo 2**32 (the element key of counter-based random bits)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return (xp.arange(size, dtype=xp.uint32) if size < 2**32 else xp.arange(size) % 2**32).reshape(shape)
+
+
+def round_fixed_values(xp: Any, x: Any, fmt: FixedFormat, *, seed: int, counter: Any) -> Any:
+    """``x`` rounded onto the fixed-point grid of ``fmt``, carried as floats of ``x``'s dtype.
+
+    The same values as ``fixed_to_float(round_fixed(x, fmt))`` of :mod:`hwbench.accuracy.rounding`
+    (NaN -> 0, ±inf saturate, overflow wraps or saturates per the format), but computed in the
+    carrier's float arithmetic so it also runs inside ``jax.jit`` without 64-bit integers. Every
+    step is exact because the format fits the carrier (checked by the profile): scaling by a
+    power of two, trunc/floor/rint, and integer-valued sums below ``2^precision``.
+    """
+    from hwbench.accuracy.random_bits import uniform_bits
+
+    dt = x.dtype
+    y = x * np.asarray(2.0**fmt.frac_bits, dtype=dt)
+    y = xp.where(xp.isnan(y), xp.zeros((), dtype=dt), y)
+    t = xp.trunc(y)
+    f = y - t  # exact
+    mode = fmt.rounding
+    if mode == "toward-zero":
+        r = t
+    elif mode == "floor":
+        r = xp.floor(y)
+    elif mode == "nearest-even":
+        r = xp.rint(y)
+    elif mode == "nearest-away":
+        r = t + xp.where(xp.abs(f) >= 0.5, xp.sign(y), xp.zeros((), dtype=dt))
+    elif mode == "nearest-up":
+        fl = xp.floor(y)
+        r = fl + xp.where(y - fl >= 0.5, np.asarray(1, dt), np.asarray(0, dt))
+    else:  # stochastic: away from zero with probability floor(|f| * 2^32) / 2^32
+        u = uniform_bits(seed, counter, flat_index(xp, y.shape), 32, xp=xp)
+        threshold = xp.floor(xp.abs(f) * np.asarray(2.0**32, dt)).astype(xp.uint32)
+        r = t + xp.where(u < threshold, xp.sign(y), xp.zeros((), dtype=dt))
+    lo, hi = np.asarray(fmt.raw_min, dt), np.asarray(fmt.raw_max, dt)
+    if fmt.overflow == "wrap":
+        span = np.asarray(2.0**fmt.total_bits, dt)
+        wrapped = xp.mod(r - lo, span) + lo
+        r = xp.where(xp.isinf(r), r, wrapped)
+    r = xp.clip(r, lo, hi)  # saturate (and ±inf, which saturate in both modes)
+    return r * np.asarray(2.0**-fmt.frac_bits, dtype=dt)

@@ -33,7 +33,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["SCHEMA_VERSION", "Confidence", "ErrorModel", "NumericsProfile", "OpNumerics"]
+__all__ = ["CARRIER_FORMATS", "SCHEMA_VERSION", "Confidence", "ErrorModel", "NumericsProfile", "OpNumerics", "same_float_format"]
 
 SCHEMA_VERSION = 1
 CARRIER_FORMATS = {"float32": "fp32", "float64": "fp64"}
@@ -157,8 +157,8 @@ class OpNumerics(BaseModel):
         native = get_format(CARRIER_FORMATS[carrier])
         return (
             self.error is None
-            and (self.input_format is None or _same_float(self.resolved_input_format(), native))
-            and _same_float(self.resolved_format(), native)
+            and (self.input_format is None or same_float_format(self.resolved_input_format(), native))
+            and same_float_format(self.resolved_format(), native)
         )
 
 
@@ -169,8 +169,11 @@ def _check_preset(name: str) -> FloatFormat | FixedFormat:
         raise ValueError(str(exc)) from None
 
 
-def _same_float(fmt: Any, other: FloatFormat) -> bool:
-    """Same value set and conventions as ``other`` (the name does not matter)."""
+def same_float_format(fmt: Any, other: FloatFormat) -> bool:
+    """True when ``fmt`` is a float format with the same values and conventions as ``other``.
+
+    Names do not matter: an inline ``m23e-126..127`` is fp32, and rounding onto it is exact.
+    """
     if not isinstance(fmt, FloatFormat):
         return False
     a, b = fmt.model_dump(exclude={"name", "max_finite"}), other.model_dump(exclude={"name", "max_finite"})

@@ -137,7 +137,7 @@ def timing_record(prep: Prepared, executor: Executor, setup_s: float, samples: l
         mode=prep.mode,
         execution=prep.execution,  # type: ignore[arg-type]
         engine=executor.engine_name + (f" ({executor.detail})" if executor.detail else ""),
-        dtype=executor.dtype,
+        dtype=str(executor.dtype),
         ncells=workload.size,
         ngj=0 if src is None else int(np.asarray(src).size),
         connected=bool(workload.meta.get("connected", True)),
