@@ -82,10 +82,11 @@ def main() -> int:
                 (verdict.verdict.value if verdict else "-") + (" (hard check)" if run.violation else ""),
             ]
         key = f"{cand.device}/{cand.mode}"
-        published = PUBLISHED_STRESS_MV.get(cand.device, "-")
+        published_stress = PUBLISHED_STRESS_MV.get(cand.device, "-")
+        published_validation = PUBLISHED_VALIDATION.get(key, PUBLISHED_VALIDATION.get(cand.device, "-"))
         rows.append(
-            f"| {label} | {cells[0]} | {cells[2]} | {PUBLISHED_VALIDATION.get(key, PUBLISHED_VALIDATION.get(cand.device, '-'))} "
-            f"| {cells[3]} | {cells[4]} | {cells[5]} | {published} |"
+            f"| {label} | {cells[0]} | {cells[2]} | {published_validation} "
+            f"| {cells[3]} | {cells[4]} | {cells[5]} | {published_stress} |"
         )
     floor_rows = []
     for p in report.protocols:
@@ -131,7 +132,8 @@ profile (`hwbench devices --json` lists every assumption with its source and con
 
 Maximum absolute deviation of the somatic voltage from the CPU fp32 reference (mV).
 
-| device [mode] | validation max | validation verdict | study (validation) | stress max | stress max outside spikes | stress verdict | study (stress max) |
+| device [mode] | validation max | validation verdict | study (validation) | stress max | stress max \
+outside spikes | stress verdict | study (stress max) |
 |---|---|---|---|---|---|---|---|
 {rows}
 

@@ -133,7 +133,8 @@ def round_fixed_values(xp: Any, x: Any, fmt: FixedFormat, *, seed: int, counter:
     lo, hi = np.asarray(fmt.raw_min, dt), np.asarray(fmt.raw_max, dt)
     if fmt.overflow == "wrap":
         span = np.asarray(2.0**fmt.total_bits, dt)
-        wrapped = xp.mod(r - lo, span) + lo
+        wrapped = xp.mod(r, span)  # exact (floor-mod of integers), in [0, span)
+        wrapped = xp.where(wrapped > hi, wrapped - span, wrapped)  # two's complement
         r = xp.where(xp.isinf(r), r, wrapped)
     r = xp.clip(r, lo, hi)  # saturate (and ±inf, which saturate in both modes)
     return r * np.asarray(2.0**-fmt.frac_bits, dtype=dt)
