@@ -1,0 +1,524 @@
+"""The emulating ops namespace: run any kernel with a device's arithmetic, on a local engine.
+
+:func:`emulating_ops` turns a :class:`~hwbench.accuracy.profile.NumericsProfile` into an
+``ops_wrapper`` for :meth:`hwbench.core.engine.Engine.build`. The engine hands it its raw ops
+(numpy or JAX); what comes back computes every operation with those raw ops and rounds the
+result as the profile says for its op class. Kernels need no change: operators on the state go
+through :class:`~hwbench.accuracy.emulated_array.EmuArray`, ``ops.*`` calls through
+:class:`EmulatingOps`. Under ``jax.jit`` all of this runs at trace time; the compiled program is
+the kernel plus integer rounding arithmetic that XLA fuses into the same loops.
+
+Semantics worth knowing (also in ``docs/profiles.md``):
+
+* Every *operation* is rounded, not every expression: ``a * b + c`` is a MUL rounding then an
+  ADD rounding, as on hardware without fused multiply-add. Operands are first rounded to the
+  op's ``input_format`` where one is set. Python float constants become carrier constants.
+  Arithmetic among parameters or inputs alone (no state involved) runs natively.
+* ``x ** k`` with a Python ``int`` ``k`` is repeated multiplication (square-and-multiply, as
+  XLA's ``integer_pow``; ``k < 0`` adds one division), any other power is a POW op; ``1 / x``
+  is a DIV op. ``-x``, ``abs``, indexing, ``stack`` are exact.
+* Stochastic rounding and error models draw counter-based random bits keyed by (seed, global
+  step from ``begin_step``, op sequence number within the step, element index): reproducible,
+  independent of evaluation order, and the same on numpy and JAX.
+* ``lowering="one-hot-matmul"`` (gather class): gather rounds its source to the
+  ``matmul_input`` format and gathers exactly (one 1.0 per one-hot row, so the product is
+  exact); scatter-add rounds values to ``matmul_input`` and sums each target's terms in
+  ascending connection order, rounding every partial sum to ``matmul_accumulate`` — what a
+  dot product of the one-hot row with the values computes when the zero terms are exact.
+  Cost O(targets x max in-degree), never a dense matrix.
+* Counters (per step, per op class): ``overflow`` (a result from finite operands beyond the
+  format's range: inf or saturated), ``underflow`` (a nonzero carrier result rounded to zero),
+  ``nonfinite`` (inf/NaN born in this op from finite operands), and ``store.stalled`` (the
+  store rounding left a state value unchanged although the computed update changed it).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hwbench.accuracy.emulated_array import EmuArray, unwrap
+from hwbench.accuracy.emulation_backend import Backend, backend_for, flat_index, round_fixed_values
+from hwbench.accuracy.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode
+from hwbench.accuracy.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
+from hwbench.accuracy.random_bits import uniform_bits
+from hwbench.accuracy.rounding import round_float
+from hwbench.core.errors import UsageError
+from hwbench.core.ops import OpClass, Ops
+
+__all__ = ["COUNTER_NAMES", "EVENTS", "EmulatingOps", "EmulationWrapper", "Rule", "emulating_ops", "resolve_rules"]
+
+EVENTS = ("overflow", "underflow", "nonfinite")
+COUNTER_NAMES: tuple[str, ...] = (*(f"{c.value}.{e}" for c in OpClass for e in EVENTS), "store.stalled")
+_M32 = 0xFFFFFFFF
+_NEAREST = RoundingMode.NEAREST_EVEN
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One op class's arithmetic, resolved against the engine's carrier dtype.
+
+    ``fmt`` / ``input_fmt`` are None where rounding would not change a carrier value (the
+    format *is* the carrier's), so native classes cost nothing. ``max_value`` is the range
+    limit that overflow counting compares with.
+    """
+
+    cls: OpClass
+    fmt: FloatFormat | FixedFormat | None
+    mode: RoundingMode = _NEAREST
+    random_bits: int = 32
+    input_fmt: FloatFormat | None = None
+    error: ErrorModel | None = None
+    error_fmt: FloatFormat | None = None
+    lowering: str = "native"
+    max_value: float = float("inf")
+
+    @property
+    def rounds(self) -> bool:
+        """Whether results of this class are changed by rounding or an error model."""
+        return self.fmt is not None or self.error is not None
+
+    @property
+    def active(self) -> bool:
+        return self.rounds or self.input_fmt is not None
+
+
+def _carrier_of(dtype: Any) -> str:
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = str(getattr(dtype, "name", dtype))
+    if name not in CARRIER_FORMATS:
+        raise UsageError(f"numerics emulation carries values in float32 or float64; the engine runs {name}")
+    return name
+
+
+def resolve_rules(profile: NumericsProfile, carrier: str) -> dict[OpClass, Rule]:
+    """Every op class's rule for an engine computing in ``carrier``.
+
+    An engine wider than the profile's carrier (float64 running a float32 profile) rounds the
+    classes the profile leaves native to the profile's carrier, so they stay e.g. IEEE fp32.
+    A narrower one cannot carry the profile's formats and is refused.
+    """
+    if carrier == "float32" and profile.carrier == "float64":
+        raise UsageError(
+            f"profile '{profile.name}' needs a float64 carrier (its formats do not fit float32); "
+            "build the engine with dtype='float64'"
+        )
+    native = FORMATS[CARRIER_FORMATS[carrier]]
+    assert isinstance(native, FloatFormat)
+    base = FORMATS[CARRIER_FORMATS[profile.carrier]]
+    default_fmt = None if carrier == profile.carrier else base
+    rules: dict[OpClass, Rule] = {}
+    for cls in OpClass:
+        op = profile.ops.get(cls)
+        if op is None:
+            rules[cls] = Rule(cls, default_fmt, max_value=(default_fmt or native).max_value)
+            continue
+        fmt = op.resolved_format()
+        inp = op.resolved_input_format()
+        rules[cls] = Rule(
+            cls,
+            fmt=None if same_float_format(fmt, native) else fmt,
+            mode=op.rounding,
+            random_bits=op.random_bits,
+            input_fmt=None if inp is None or same_float_format(inp, native) else inp,
+            error=op.error,
+            error_fmt=fmt if op.error is not None and isinstance(fmt, FloatFormat) else None,
+            lowering=op.lowering,
+            max_value=fmt.max_value,
+        )
+    return rules
+
+
+class EmulationWrapper:
+    """The ``ops_wrapper`` :func:`emulating_ops` returns; engines call it on their raw ops."""
+
+    def __init__(self, profile: NumericsProfile, *, counters: bool = True, seed: int = 0) -> None:
+        self.profile = profile
+        self.counters = counters
+        self.seed = int(seed)
+
+    def __call__(self, raw: Ops) -> Ops:
+        carrier = _carrier_of(raw.dtype)
+        rules = resolve_rules(self.profile, carrier)
+        if not any(rule.active for rule in rules.values()):
+            return raw  # nothing to emulate: zero overhead
+        return EmulatingOps(raw, self.profile, rules, backend_for(raw.name), carrier,
+                            counters=self.counters, seed=self.seed)
+
+    def __repr__(self) -> str:
+        return f"emulating_ops({self.profile.name!r}, counters={self.counters}, seed={self.seed})"
+
+
+def emulating_ops(profile: NumericsProfile, *, counters: bool = True, seed: int = 0) -> EmulationWrapper:
+    """An ``ops_wrapper`` that makes an engine compute with ``profile``'s arithmetic.
+
+    ``counters`` turns the per-step event counts on (they cost a few reductions per op);
+    ``seed`` keys stochastic rounding and error models (32 bits are used). A profile that
+    changes nothing on the engine's dtype gives the engine's raw ops back unchanged.
+    """
+    return EmulationWrapper(profile, counters=counters, seed=seed)
+
+
+class EmulatingOps:
+    """An :class:`~hwbench.core.ops.Ops` namespace that rounds like a device, and SteppedOps.
+
+    Engines call ``begin_step(k)``, ``load(state)``, the kernel step, ``store(state)``,
+    ``end_step()`` in that order. ``load`` wraps the state in EmuArrays; ``store`` unwraps it,
+    applies the STORE rounding and detects stalled updates; ``end_step`` returns this step's
+    counts as an int32 vector ordered as ``counter_names``.
+    """
+
+    emulated = True
+
+    def __init__(
+        self,
+        raw: Ops,
+        profile: NumericsProfile,
+        rules: dict[OpClass, Rule],
+        backend: Backend,
+        carrier: str,
+        *,
+        counters: bool = True,
+        seed: int = 0,
+    ) -> None:
+        self.raw = raw
+        self.profile = profile
+        self.rules = rules
+        self.name = raw.name
+        self.dtype = raw.dtype
+        self.counter_names: tuple[str, ...] = COUNTER_NAMES if counters else ()
+        self._be = backend
+        self._np_dtype = np.dtype(carrier)
+        self._counting = counters
+        self._seed = int(seed) & _M32
+        # Operands from outside the state (parameters, inputs) when the engine is wider than
+        # the profile's carrier: round them as the device would have stored them.
+        wide = carrier != profile.carrier
+        self._operand_fmt = FORMATS[CARRIER_FORMATS[profile.carrier]] if wide else None
+        self._step: Any = 0
+        self._op = 0
+        self._counts: dict[str, Any] = {}
+        self._prev: Any = None
+        self._tables: dict[int, tuple[Any, np.ndarray | None]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        # Engine-specific extras of the raw namespace (outside the Ops interface) stay reachable;
+        # they compute natively.
+        if name == "raw":
+            raise AttributeError(name)
+        return getattr(self.raw, name)
+
+    # --- SteppedOps ------------------------------------------------------------------------
+    def begin_step(self, step: Any) -> None:
+        self._step = step
+        self._op = 0
+        self._counts = {}
+
+    def end_step(self) -> Any:
+        counts = [self._counts.get(name, 0) for name in self.counter_names]
+        self._counts = {}
+        return self._be.vector(counts)
+
+    def load(self, state: Any) -> Any:
+        raw = unwrap(state)
+        store = self.rules[OpClass.STORE]
+        self._prev = raw if self._counting and store.rounds else None
+        return _map_tree(lambda x: EmuArray(x, self), raw)
+
+    def store(self, state: Any) -> Any:
+        rule = self.rules[OpClass.STORE]
+        prev, self._prev = self._prev, None
+        new = unwrap(state)
+        if not rule.rounds:
+            return new
+        if isinstance(new, (tuple, list)):
+            olds = list(prev) if isinstance(prev, (tuple, list)) and len(prev) == len(new) else [None] * len(new)
+            return type(new)(self._store_one(rule, x, p) for x, p in zip(new, olds))
+        return self._store_one(rule, new, prev)
+
+    def _store_one(self, rule: Rule, x: Any, prev: Any) -> Any:
+        if not self._be.is_float(x):
+            return x
+        after = self._round_result(rule, x)
+        if self._counting:
+            self._count(rule, x, after, (x,))
+            if rule.rounds and prev is not None and getattr(prev, "shape", None) == x.shape:
+                self._add("store.stalled", (after == prev) & (x != prev))
+        return after
+
+    # --- the Ops interface -------------------------------------------------------------------
+    def asarray(self, x: Any) -> EmuArray:
+        if isinstance(x, EmuArray):
+            return x
+        return EmuArray(self._from_engine(self.raw.asarray(x)), self)
+
+    def exp(self, x: Any) -> EmuArray:
+        return self._unary(OpClass.EXP, self.raw.exp, x)
+
+    def log(self, x: Any) -> EmuArray:
+        return self._unary(OpClass.EXP, self.raw.log, x)
+
+    def sqrt(self, x: Any) -> EmuArray:
+        return self._unary(OpClass.POW, self.raw.sqrt, x)
+
+    def power(self, x: Any, y: Any) -> EmuArray:
+        if isinstance(y, int) and not isinstance(y, bool):
+            return self._integer_power(x, y)
+        return self.arith(OpClass.POW, self.raw.power, x, y)
+
+    def abs(self, x: Any) -> EmuArray:
+        return EmuArray(self.raw.abs(self._value(x)), self)
+
+    def minimum(self, x: Any, y: Any) -> EmuArray:
+        return self.arith(OpClass.COMPARE, self.raw.minimum, x, y)
+
+    def maximum(self, x: Any, y: Any) -> EmuArray:
+        return self.arith(OpClass.COMPARE, self.raw.maximum, x, y)
+
+    def where(self, cond: Any, x: Any, y: Any) -> EmuArray:
+        rule = self.rules[OpClass.COMPARE]
+        vx, vy = self._value(x), self._value(y)
+        before = self.raw.where(unwrap(cond), self._in(rule, vx), self._in(rule, vy))
+        return self._finish(rule, before, (vx, vy))
+
+    def greater(self, x: Any, y: Any) -> EmuArray:
+        return self.arith(OpClass.COMPARE, self.raw.greater, x, y)
+
+    def less(self, x: Any, y: Any) -> EmuArray:
+        return self.arith(OpClass.COMPARE, self.raw.less, x, y)
+
+    def gather(self, x: Any, index: Any) -> EmuArray:
+        rule = self.rules[OpClass.GATHER]
+        v = self._value(x)
+        if rule.lowering == "one-hot-matmul":
+            # One-hot row . source: the source enters the matrix unit in its input format; one
+            # nonzero product per row, so the accumulation only rounds to its own format.
+            src = self._round_rule(self.rules[OpClass.MATMUL_INPUT], v)
+            before = self._round_rule(self.rules[OpClass.MATMUL_ACCUMULATE], self.raw.gather(src, unwrap(index)))
+        else:
+            before = self.raw.gather(self._in(rule, v), unwrap(index))
+        return self._finish(rule, before, (v,), elementwise=False)
+
+    def scatter_add(self, values: Any, index: Any, size: int) -> EmuArray:
+        rule = self.rules[OpClass.GATHER]
+        v = self._value(values)
+        idx = unwrap(index)
+        if rule.lowering == "one-hot-matmul":
+            before = self._one_hot_sum(self._round_rule(self.rules[OpClass.MATMUL_INPUT], v), idx, size)
+        else:
+            before = self.raw.scatter_add(self._in(rule, v), idx, size)
+        return self._finish(rule, before, (v,), elementwise=False)
+
+    def sum(self, x: Any, axis: int) -> EmuArray:
+        rule = self.rules[OpClass.ADD]
+        v = self._value(x)
+        return self._finish(rule, self.raw.sum(self._in(rule, v), axis), (v,), elementwise=False)
+
+    def matmul(self, a: Any, b: Any) -> EmuArray:
+        inp, acc = self.rules[OpClass.MATMUL_INPUT], self.rules[OpClass.MATMUL_ACCUMULATE]
+        va, vb = self._value(a), self._value(b)
+        ra = self._in(acc, self._round_rule(inp, va))
+        rb = self._in(acc, self._round_rule(inp, vb))
+        return self._finish(acc, self.raw.matmul(ra, rb), (va, vb), elementwise=False)
+
+    def stack(self, xs: list[Any]) -> EmuArray:
+        return EmuArray(self.raw.stack([self._value(x) for x in xs]), self)
+
+    def zeros_like(self, x: Any) -> EmuArray:
+        return EmuArray(self.raw.zeros_like(self._value(x)), self)
+
+    def astype(self, x: Any, dtype: Any) -> EmuArray:
+        return EmuArray(self.raw.astype(self._value(x), dtype), self)
+
+    # --- used by EmuArray ----------------------------------------------------------------------
+    def is_operand(self, x: Any) -> bool:
+        """Whether an operator may combine ``x`` with an emulated array."""
+        return isinstance(x, (EmuArray, numbers.Number)) or self._be.is_array(x)
+
+    def arith(self, cls: OpClass, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> EmuArray:
+        """``fn(a, b)`` computed with raw arrays and rounded as op class ``cls``."""
+        rule = self.rules[cls]
+        va, vb = self._value(a), self._value(b)
+        return self._finish(rule, fn(self._in(rule, va), self._in(rule, vb)), (va, vb))
+
+    # --- internals -----------------------------------------------------------------------------
+    def _unary(self, cls: OpClass, fn: Callable[[Any], Any], x: Any) -> EmuArray:
+        rule = self.rules[cls]
+        v = self._value(x)
+        return self._finish(rule, fn(self._in(rule, v)), (v,))
+
+    def _integer_power(self, x: Any, k: int) -> EmuArray:
+        """``x ** k`` as XLA's ``integer_pow`` computes it: square-and-multiply, MUL-rounded."""
+        base = x if isinstance(x, EmuArray) else EmuArray(self._value(x), self)
+        if k == 0:
+            return EmuArray(self.raw.zeros_like(base.raw) + 1, self)
+        n, acc = abs(k), None
+        while n:
+            if n & 1:
+                acc = base if acc is None else acc * base
+            n >>= 1
+            if n:
+                base = base * base
+        assert acc is not None
+        return 1 / acc if k < 0 else acc
+
+    def _value(self, x: Any) -> Any:
+        """The raw carrier value of an operand (before the op's input rounding)."""
+        if isinstance(x, EmuArray):
+            return x.raw
+        if isinstance(x, float | np.floating):
+            c = np.asarray(x, dtype=self._np_dtype)
+            if self._operand_fmt is not None:
+                c = round_float(c, self._operand_fmt)
+            return c
+        if isinstance(x, numbers.Number):
+            return x  # int / bool: exact, and kept weakly typed so it takes the array's dtype
+        return self._from_engine(x)
+
+    def _from_engine(self, x: Any) -> Any:
+        if self._operand_fmt is not None and self._be.is_float(x):
+            return round_float(x, self._operand_fmt)
+        return x
+
+    def _in(self, rule: Rule, x: Any) -> Any:
+        """Round an operand to the op's input format, where it has one."""
+        if rule.input_fmt is None or not self._be.is_float(x):
+            return x
+        return self._round_to(x, rule.input_fmt, rule.mode, rule.random_bits)
+
+    def _round_rule(self, rule: Rule, x: Any) -> Any:
+        """Round ``x`` to ``rule``'s result format (used for matmul-unit stages)."""
+        return self._round_result(rule, x) if rule.rounds and self._be.is_float(x) else x
+
+    def _finish(self, rule: Rule, before: Any, inputs: tuple[Any, ...], *, elementwise: bool = True) -> EmuArray:
+        if not self._be.is_float(before):  # comparisons: booleans are exact
+            return EmuArray(before, self)
+        after = self._round_result(rule, before)
+        if self._counting and (rule.rounds or rule.cls is not OpClass.COMPARE):
+            self._count(rule, before, after, inputs, elementwise=elementwise)
+        return EmuArray(after, self)
+
+    def _next_seed(self, domain: int, extra: int = 0) -> int:
+        """A 64-bit key for the next rounding of this step: (run seed, op sequence number)."""
+        k = self._op
+        self._op += 1
+        return (((self._seed ^ extra) & _M32) << 32) | ((k * 4 + domain) & _M32)
+
+    def _round_to(self, x: Any, fmt: FloatFormat | FixedFormat, mode: RoundingMode, random_bits: int) -> Any:
+        seed = self._next_seed(0)
+        if isinstance(fmt, FixedFormat):
+            return round_fixed_values(self._be.xp, x, fmt, seed=seed, counter=self._step)
+        return round_float(x, fmt, mode, seed=seed, counter=self._step, random_bits=random_bits)
+
+    def _round_result(self, rule: Rule, x: Any) -> Any:
+        if not rule.rounds or not self._be.is_float(x):
+            return x
+        if rule.fmt is not None:
+            x = self._round_to(x, rule.fmt, rule.mode, rule.random_bits)
+        if rule.error is not None and rule.error_fmt is not None:
+            x = self._perturb(x, rule.error, rule.error_fmt)
+        return x
+
+    def _perturb(self, y: Any, error: ErrorModel, fmt: FloatFormat) -> Any:
+        """Move ``y`` by a keyed offset uniform in [-ulps, ulps] ulp of ``fmt``, then round to it."""
+        be, xp, dt = self._be, self._be.xp, self._np_dtype
+        seed = self._next_seed(1, extra=(error.seed * 0x9E3779B1) & _M32)
+        bits = uniform_bits(seed, self._step, flat_index(xp, y.shape), 24, xp=xp)
+        u = bits.astype(dt) * np.asarray(2.0**-23, dt) - np.asarray(1.0, dt)  # [-1, 1), exact
+        e = xp.maximum(be.binade(y), fmt.emin)
+        e = xp.where(y == 0, fmt.emin, e)
+        ulp = be.ldexp(np.asarray(1.0, dt), e - fmt.mantissa_bits)
+        return self._round_to(y + u * np.asarray(error.ulps, dt) * ulp, fmt, _NEAREST, 32)
+
+    def _one_hot_sum(self, values: Any, index: Any, size: int) -> Any:
+        """Scatter-add as a one-hot matrix product: per-target sums in connection order.
+
+        Each target's terms are summed left to right and every partial sum is rounded to the
+        ``matmul_accumulate`` format (the zero products of the one-hot row add nothing). With a
+        traced (not concrete) index the order cannot be arranged at trace time: the engine's
+        scatter-add sums in the carrier and only the total is rounded.
+        """
+        acc = self.rules[OpClass.MATMUL_ACCUMULATE]
+        table = self._segment_table(index, size)
+        if table is None:
+            return self._round_rule(acc, self.raw.scatter_add(values, index, size))
+        if table.shape[1] == 0:
+            return self._be.zeros((*values.shape[:-1], size), values.dtype)
+        padded = self._be.append_zero(values)
+        total = self._be.take(padded, table[:, 0])
+        for k in range(1, table.shape[1]):
+            total = self._round_rule(acc, total + self._be.take(padded, table[:, k]))
+        return total
+
+    def _segment_table(self, index: Any, size: int) -> np.ndarray | None:
+        """``(size, max in-degree)`` positions into the values, ascending, padded with ``len``."""
+        key = id(index)
+        hit = self._tables.get(key)
+        if hit is not None and hit[0] is index:
+            return hit[1]
+        idx = self._be.concrete(index)
+        table = None if idx is None else segment_table(idx, size)
+        self._tables[key] = (index, table)  # holding ``index`` keeps its id from being reused
+        return table
+
+    def _count(self, rule: Rule, before: Any, after: Any, inputs: tuple[Any, ...], *, elementwise: bool = True) -> None:
+        be, xp = self._be, self._be.xp
+        finite_in = None
+        for v in inputs:
+            if be.is_float(v):
+                f = be.isfinite(v) if elementwise else be.all_finite(v)
+                finite_in = f if finite_in is None else finite_in & f
+        finite_out = be.isfinite(after)
+        nonfinite = ~finite_out if finite_in is None else ~finite_out & finite_in
+        name = rule.cls.value
+        self._add(f"{name}.nonfinite", nonfinite)
+        if not rule.rounds:  # carrier arithmetic: overflow means an infinity from finite operands
+            self._add(f"{name}.overflow", nonfinite & xp.isinf(after))
+            return
+        limit = np.asarray(rule.max_value, dtype=self._np_dtype) if np.isfinite(rule.max_value) else None
+        if limit is None:
+            overflow = nonfinite & xp.isinf(after)
+        else:
+            overflow = (xp.abs(before) > limit) & (~finite_out | (xp.abs(after) == limit))
+            if finite_in is not None:
+                overflow = overflow & finite_in
+        self._add(f"{name}.overflow", overflow)
+        self._add(f"{name}.underflow", (before != 0) & (after == 0))
+
+    def _add(self, name: str, mask: Any) -> None:
+        count = self._be.count(mask)
+        prev = self._counts.get(name)
+        self._counts[name] = count if prev is None else prev + count
+
+
+def segment_table(index: np.ndarray, size: int) -> np.ndarray:
+    """For each target ``t < size``, the positions ``j`` with ``index[j] == t`` in ascending order.
+
+    Returned as an int32 ``(size, kmax)`` array padded with ``len(index)`` (an appended zero).
+    """
+    idx = np.asarray(index).astype(np.int64).reshape(-1)
+    m = idx.size
+    if m and (idx.min() < 0 or idx.max() >= size):
+        raise UsageError(f"scatter_add index out of range: values must lie in 0..{size - 1}")
+    counts = np.bincount(idx, minlength=size)
+    kmax = int(counts.max()) if m else 0
+    order = np.argsort(idx, kind="stable")
+    starts = np.cumsum(counts) - counts
+    sorted_idx = idx[order]
+    table = np.full((size, kmax), m, dtype=np.int32)
+    table[sorted_idx, np.arange(m) - starts[sorted_idx]] = order
+    return table
+
+
+def _map_tree(fn: Callable[[Any], Any], x: Any) -> Any:
+    if isinstance(x, tuple):
+        return tuple(_map_tree(fn, v) for v in x)
+    if isinstance(x, list):
+        return [_map_tree(fn, v) for v in x]
+    return fn(x)

@@ -1,0 +1,318 @@
+"""NVIDIA A100 80GB: CUDA fp32 through JAX, and TensorRT (TF32 by default) through ONNX Runtime.
+
+Two modes, as in the founding study:
+
+* ``cuda-fp32`` — every operation in IEEE fp32; matrix products in fp32 too (TF32 off: JAX's
+  ``jax_default_matmul_precision="highest"``). Emulated, that is the carrier's own arithmetic.
+* ``tensorrt`` — TensorRT's default ``kTF32`` builder flag: the multiplicands of matrix products
+  and convolutions are rounded to TF32 (10 fraction bits, fp32 range), multiplied exactly and
+  accumulated in fp32; elementwise work stays IEEE fp32. io-ehh has no matrix product, so TF32
+  touches it only if its gather / scatter-add become one-hot matrix products (the overridable
+  assumption ``gather_as_matmul``, on by default; see ``docs/devices/a100.md``).
+
+Real execution needs an NVIDIA GPU (found through ``/proc/driver/nvidia``, without importing any
+framework) and, per mode, JAX with its CUDA plugin or ONNX Runtime with TensorRT. Any NVIDIA
+GPU qualifies — the spec and the profiles describe the study's A100, and the probe names the GPU
+that would actually run.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import importlib.metadata
+import importlib.util
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hwbench.accuracy.formats import RoundingMode
+from hwbench.accuracy.presets import (
+    STUDY,
+    STUDY_TABLE,
+    XLA_CPU_NOTE,
+    Knob,
+    capacity_support,
+    faithful_exp,
+    footprint,
+    jax_on_device,
+    knob_notes,
+    native_profile,
+    resolve_knobs,
+)
+from hwbench.accuracy.profile import Confidence, NumericsProfile, OpNumerics
+from hwbench.core.device import DeviceSpec, ProbeResult, Support
+from hwbench.core.engine import Executor
+from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.hookspecs import hookimpl
+from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.ops import OpClass
+from hwbench.plugins.devices._emulated import EmulatedDevice, emulated_executor
+
+if TYPE_CHECKING:
+    from hwbench.core.device import Device
+
+ARGONNE = "Argonne National Laboratory AI-accelerator evaluation (Emani et al., 2022): A100 peak rates"
+TRT_TF32 = (
+    "NVIDIA TensorRT Developer Guide, 'Reduced Precision' / TF32: inner products round the FP32 "
+    "multiplicands to 10 mantissa bits keeping the FP32 range, multiply exactly and accumulate in FP32; "
+    "BuilderFlag::kTF32 is on by default"
+)
+PTX_CVT = "NVIDIA PTX ISA, cvt.rna.tf32.f32 (sm_80: the fp32 -> TF32 conversion rounds to nearest, ties away)"
+CUDA_EXPF = "CUDA C++ Programming Guide, Mathematical Functions: expf maximum error 2 ulp"
+JAX_PRECISION = "JAX jax_default_matmul_precision / lax.Precision.HIGHEST: fp32 matrix products, no TF32"
+HBM_BYTES = 80 * 10**9
+
+MODES = ("cuda-fp32", "tensorrt")
+
+EXP_ULPS = Knob(
+    0.0,
+    "extra +-k ulp error on fp32 exp/log results. CUDA's expf (libdevice, what XLA and TensorRT call) is "
+    "documented to 2 ulp, but XLA's CPU exp of the reference is not correctly rounded either, and the two "
+    "errors are not independent random offsets; 0 keeps the reference's exp, k > 0 tests sensitivity.",
+    f"{CUDA_EXPF}; default: assumption",
+    Confidence.ASSUMED,
+    minimum=0.0,
+)
+TF32_ROUNDING = Knob(
+    "nearest-away",
+    "how fp32 multiplicands are rounded to TF32. TensorRT documents rounding to 10 mantissa bits but not the "
+    "tie rule; sm_80's only fp32->TF32 conversion instruction rounds ties away from zero. Ties need the 13 "
+    "dropped bits to be exactly 1000000000000b, so the choice rarely matters; toward-zero models a kernel that "
+    "feeds raw fp32 bits to the tensor cores.",
+    f"{TRT_TF32}; {PTX_CVT}; tie rule: assumption",
+    Confidence.ASSUMED,
+    kind="choice",
+    choices=("nearest-away", "nearest-even", "toward-zero"),
+)
+GATHER_AS_MATMUL = Knob(
+    True,
+    "io-ehh's gather / scatter-add (the gap junctions) run as one-hot matrix products, so their operands are "
+    "rounded to TF32. Assumed on: the study found TensorRT's deviation on the IO model mV-order, like the "
+    "GroqChip's, whose compiler did lower gather/scatter of the same ONNX graph to one-hot matrix products; "
+    "with every elementwise op in IEEE fp32 (as on the CUDA path, whose deviation was far smaller) only TF32 "
+    "operands can produce that. Off: TensorRT's native gather layer, exact.",
+    f"assumption, from {STUDY} (TensorRT vs GroqChip accuracy; GroqChip one-hot lowering)",
+    Confidence.ASSUMED,
+    kind="bool",
+)
+KNOBS: dict[str, dict[str, Knob]] = {
+    "cuda-fp32": {"exp_ulps": EXP_ULPS},
+    "tensorrt": {"tf32_rounding": TF32_ROUNDING, "gather_as_matmul": GATHER_AS_MATMUL, "exp_ulps": EXP_ULPS},
+}
+
+
+# ------------------------------------------------------------------------------------ probe
+def nvidia_gpus(root: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
+    """Model names of the NVIDIA GPUs the kernel driver reports (no framework import)."""
+    names: list[str] = []
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return names
+    for entry in entries:
+        try:
+            lines = (entry / "information").read_text().splitlines()
+        except OSError:
+            continue
+        model = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Model:")), "NVIDIA GPU")
+        names.append(model)
+    return names
+
+
+def jax_gpu_backend() -> str | None:
+    """How JAX would reach a GPU here, or None. Imports nothing heavy unless JAX already is."""
+    if "jax" in sys.modules:
+        try:
+            devices = sys.modules["jax"].devices("gpu")
+        except RuntimeError:
+            return None
+        return f"JAX ({len(devices)} GPU device(s))" if devices else None
+    for module in ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13"):
+        try:
+            if importlib.util.find_spec(module) is not None:
+                return f"JAX CUDA plugin ({module})"
+        except (ImportError, ValueError):
+            continue
+    return None
+
+
+def tensorrt_backend() -> str | None:
+    """ONNX Runtime with a TensorRT execution provider and TensorRT libraries, or None."""
+    if "onnxruntime" in sys.modules:
+        providers = set(sys.modules["onnxruntime"].get_available_providers())
+    else:
+        try:
+            importlib.metadata.version("onnxruntime-gpu")
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        providers = {"TensorrtExecutionProvider"}  # onnxruntime-gpu builds include the TensorRT EP
+    if "TensorrtExecutionProvider" not in providers:
+        return None
+    have_libs = any(importlib.util.find_spec(m) is not None for m in ("tensorrt", "tensorrt_libs"))
+    if not have_libs and ctypes.util.find_library("nvinfer") is None:
+        return None
+    return "ONNX Runtime TensorRT execution provider"
+
+
+# ---------------------------------------------------------------------------------- profile
+def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
+    """The cited profile of ``mode`` for the (already resolved) parameter ``values``."""
+    knobs = KNOBS[mode]
+    ops: dict[OpClass, OpNumerics] = {}
+    if values["exp_ulps"] > 0:
+        ops[OpClass.EXP] = faithful_exp(values["exp_ulps"], source=CUDA_EXPF, confidence=Confidence.ASSUMED)
+    notes = knob_notes(knobs, values)
+    if mode == "cuda-fp32":
+        description = "CUDA fp32 on the A100: IEEE fp32 elementwise, fp32 matrix products (TF32 disabled)"
+        notes = [
+            "Elementwise +, -, *, / are IEEE fp32 with round to nearest even on the CUDA cores; confidence: "
+            "documented (CUDA C++ Programming Guide, Floating-Point Standard).",
+            f"Matrix products in fp32, TF32 off ({JAX_PRECISION}; NVIDIA_TF32_OVERRIDE=0 does the same for "
+            "NVIDIA libraries); confidence: documented.",
+            XLA_CPU_NOTE,
+            *notes,
+        ]
+        if not ops:
+            return native_profile(name="a100-cuda-fp32", device="a100", mode=mode, description=description,
+                                  notes=notes, parameters=values)
+        return NumericsProfile(name="a100-cuda-fp32", device="a100", mode=mode, description=description,
+                               ops=ops, parameters=values, notes=notes)
+    rounding = RoundingMode(values["tf32_rounding"])
+    ops[OpClass.MATMUL_INPUT] = OpNumerics(
+        format="tf32", rounding=rounding, source=f"{TRT_TF32}; tie rule per parameter tf32_rounding ({PTX_CVT})",
+        confidence=Confidence.DOCUMENTED,
+    )
+    ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(format="fp32", source=TRT_TF32, confidence=Confidence.DOCUMENTED)
+    if values["gather_as_matmul"]:
+        ops[OpClass.GATHER] = OpNumerics(
+            format="fp32", lowering="one-hot-matmul", confidence=Confidence.ASSUMED,
+            source="assumption (parameter gather_as_matmul): gather / scatter-add run as one-hot TF32 matrix "
+            f"products, inferred from {STUDY}",
+        )
+    notes = [
+        "Elementwise operations stay IEEE fp32 (TensorRT's kTF32 flag affects inner products only); "
+        f"confidence: documented ({TRT_TF32}).",
+        "Not modelled: TensorRT's choice of kernels and fusions (it may pick a non-TF32 kernel where that is "
+        "faster) and summation order inside matrix products.",
+        XLA_CPU_NOTE,
+        *notes,
+    ]
+    return NumericsProfile(
+        name="a100-tensorrt",
+        device="a100",
+        mode=mode,
+        description="TensorRT on the A100 with its default kTF32 flag: TF32 multiplicands, fp32 accumulation, "
+        "IEEE fp32 elementwise",
+        ops=ops,
+        parameters=values,
+        notes=notes,
+    )
+
+
+# ----------------------------------------------------------------------------------- device
+class A100Device(EmulatedDevice):
+    """The founding study's NVIDIA A100 80GB, in its CUDA (fp32) and TensorRT (TF32) modes."""
+
+    spec = DeviceSpec(
+        name="a100",
+        vendor="NVIDIA",
+        model="A100 80GB",
+        kind="gpu",
+        memory="80 GB HBM2e",
+        memory_bytes=HBM_BYTES,
+        process_nm=7,
+        transistors_bn=54.2,
+        clock_mhz="1275-1410",
+        tdp_w=400,
+        peak={
+            "fp32": "19.5 TFLOPS",
+            "fp16/bf16 (tensor cores)": "312 TFLOPS",
+            "memory bandwidth": "1.6 TB/s",
+        },
+        software="TF 2.11.0 (study); here: JAX (CUDA) for cuda-fp32, ONNX Runtime TensorRT EP for tensorrt",
+        sources=[STUDY_TABLE, ARGONNE],
+    )
+    modes = MODES
+    looked_for = "an NVIDIA GPU (/proc/driver/nvidia) with JAX CUDA or ONNX Runtime TensorRT"
+
+    def real_backend(self, mode: str) -> str | None:
+        """What would run ``mode`` for real here (GPU plus that mode's library), or None."""
+        gpus = nvidia_gpus()
+        if not gpus:
+            return None
+        backend = jax_gpu_backend() if mode == "cuda-fp32" else tensorrt_backend()
+        return f"{gpus[0]} via {backend}" if backend else None
+
+    def detect_real(self) -> str | None:
+        found = {mode: self.real_backend(mode) for mode in self.modes}
+        real = [f"{mode}: {how}" for mode, how in found.items() if how]
+        if not real:
+            return None
+        emulated = [mode for mode, how in found.items() if not how]
+        tail = f"; emulated: {', '.join(emulated)}" if emulated else ""
+        return "real " + "; ".join(real) + tail
+
+    def probe(self) -> ProbeResult:
+        real = self.detect_real()
+        if real:
+            return ProbeResult(status="real", reason=real)
+        gpus = nvidia_gpus()
+        if not gpus:
+            why = "no NVIDIA GPU found (/proc/driver/nvidia/gpus)"
+        else:
+            why = f"{gpus[0]} found, but neither JAX's CUDA plugin nor ONNX Runtime's TensorRT provider is installed"
+        return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per the A100 numerics profiles")
+
+    def profile_for(self, mode: str) -> NumericsProfile:
+        return build_profile(mode, resolve_knobs(self.name, KNOBS[mode], {}))
+
+    def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
+        values = resolve_knobs(self.name, KNOBS[profile.mode], {**profile.parameters, **overrides})
+        return build_profile(profile.mode, values)
+
+    def real_executor(
+        self, kernel: Kernel, workload: Workload, mode: str, engine: str | None, dtype: str | None
+    ) -> Executor:
+        """The GPU run of ``mode`` — or, if only the other mode's library is here, its emulation."""
+        if dtype not in (None, "float32"):
+            raise UsageError(f"device 'a100' runs float32 (the study's precision); got dtype '{dtype}'")
+        backend = self.real_backend(mode)
+        if backend is None:
+            executor = emulated_executor(kernel, workload, self.numerics(mode), engine=engine)
+            executor.detail += f" (no real backend for mode '{mode}' here)"
+            return executor
+        if mode == "cuda-fp32":
+            return jax_on_device(kernel, workload, platform="gpu", precision="highest", engine=engine,
+                                 what=f"{backend}, TF32 off")
+        return _tensorrt_executor(kernel, workload, engine, backend)
+
+    def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
+        """Capacity: state, parameters, connectivity and step temporaries in 80 GB of HBM2e."""
+        fp = footprint(kernel, workload, size=meta.get("size"), connected=meta.get("connected", True))
+        if fp is None:
+            return Support.yes("no size given; the A100 holds 80 GB of HBM2e")
+        need = fp.bytes(value=4, state_copies=2, temporaries_per_state=4.0, temporaries_per_connection=4.0)
+        return capacity_support(need, HBM_BYTES, "80 GB HBM2e", fp.cells)
+
+
+def _tensorrt_executor(kernel: Kernel, workload: Workload, engine: str | None, backend: str) -> Executor:
+    """The ONNX engine, which tries TensorRT first; refused if ONNX Runtime fell back to another EP."""
+    from hwbench.core.engines.select import pick_engine
+    from hwbench.core.plugins import get_registry
+
+    if engine not in (None, "onnx"):
+        raise UsageError(f"mode 'tensorrt' runs through the 'onnx' engine (ONNX Runtime); got engine '{engine}'")
+    executor = pick_engine(get_registry().engines, "onnx", "float32").build(kernel, workload, dtype="float32")
+    provider = getattr(executor, "provider", "unknown")
+    if provider != "TensorrtExecutionProvider":
+        raise UnavailableError(
+            f"ONNX Runtime ran this model on {provider}, not TensorRT (is libnvinfer on the library path?); "
+            "use mode cuda-fp32, or the emulated tensorrt mode (hwbench audit --set or --profile)"
+        )
+    executor.detail = f"real: {backend} (TensorRT's default kTF32 flag)"
+    return executor
+
+
+@hookimpl
+def hwbench_devices() -> list[Device]:
+    return [A100Device()]
