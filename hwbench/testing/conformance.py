@@ -90,5 +90,6 @@ class DeviceConformance:
         assert np.isfinite(probes).all(), "the emulated run produced non-finite values"
         worst = float(np.max(np.abs(probes - np.asarray(ref.probes, dtype=np.float64))))
         assert worst <= self.tolerance, (
-            f"{self.device_name} deviates {worst:.3g} from the CPU fp64 reference (declared tolerance {self.tolerance:g})"
+            f"{self.device_name} deviates {worst:.3g} from the CPU fp64 reference "
+            f"(declared tolerance {self.tolerance:g})"
         )
