@@ -17,3 +17,5 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=300, deadline=None)
 settings.load_profile(os.environ.get("HWBENCH_HYPOTHESIS_PROFILE", "ci"))
+
+pytest_plugins = ["pytester"]

@@ -107,8 +107,9 @@ class JaxOps:
         return self._jnp.less(x, y)
 
     def gather(self, x: Any, index: Any) -> Any:
+        # concrete indices were built in range by the workload; traced ones get clamped
         mode = "promise_in_bounds" if isinstance(index, np.ndarray) else "clip"
-        return self._jnp.take(x, index, axis=-1, mode=mode)
+        return self._jnp.asarray(x).at[..., index].get(mode=mode)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
         jnp = self._jnp
@@ -117,7 +118,7 @@ class JaxOps:
         strategy, plan = self._plan(index, size)
         if strategy == "table":
             padded = jnp.concatenate([values, jnp.zeros((1,), dtype=values.dtype)])
-            return jnp.sum(jnp.take(padded, plan, axis=0, mode="promise_in_bounds"), axis=1)
+            return jnp.sum(padded.at[plan].get(mode="promise_in_bounds"), axis=1)
         if strategy == "onehot":
             return jnp.matmul(plan.astype(values.dtype), values, precision=self._jax.lax.Precision.HIGHEST)
         sorted_ = bool(plan)
@@ -178,6 +179,21 @@ def neighbour_table(index: np.ndarray, size: int) -> np.ndarray:
     return table
 
 
+def _check_same_layout(new: Any, old: Any) -> None:
+    """A kernel step must return state of the same structure, shapes and dtypes (a silent
+    promotion, say float32 -> float64, would otherwise change the precision being measured)."""
+    import jax
+
+    new_leaves, new_tree = jax.tree_util.tree_flatten(new)
+    old_leaves, old_tree = jax.tree_util.tree_flatten(old)
+    if new_tree != old_tree or any(
+        (a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(new_leaves, old_leaves)
+    ):
+        got = [(a.shape, str(a.dtype)) for a in new_leaves]
+        want = [(b.shape, str(b.dtype)) for b in old_leaves]
+        raise UsageError(f"kernel step returned state {got}, expected {want} (same shapes and dtype)")
+
+
 class JaxExecutor(Executor):
     """Holds the compiled executable and device-resident parameters of one build."""
 
@@ -232,7 +248,7 @@ class JaxExecutor(Executor):
                 counts = counts + jnp.asarray(ops.end_step(), dtype=jnp.int32)
             else:
                 new = kernel.step(ops, state, params, inputs, t)
-            new = jax.tree_util.tree_map(lambda a, b: jnp.asarray(a, dtype=b.dtype), new, state)
+            _check_same_layout(new, state)
             if rule is not None:
                 up = (state[rule.row] < rule.threshold) & (new[rule.row] >= rule.threshold) & (first < 0)
                 first = jnp.where(up, s.astype(first.dtype), first)

@@ -6,9 +6,9 @@ over steps, feeding each layer the spikes of the layer below (same step) and its
 float state to the chip's integers and back, and the counting of overflow events. A device
 supplies one :class:`FixedLayer` per population of :meth:`hwbench.plugins.kernels.lif._LifBase.layers`.
 
-Exact integer sums through BLAS: spikes are 0/1 and weights small integers, so a float64
-matrix product computes every partial sum exactly (all magnitudes stay far below 2^53) in any
-summation order, and is much faster than numpy's integer matmul.
+Exact integer sums in float64: spikes are 0/1 and weights small integers, so float64 sums of
+weights are exact (all magnitudes stay far below 2^53) in any summation order, and BLAS is much
+faster than numpy's integer matmul.
 """
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ _EXACT = 2.0**53
 
 
 def int_sums(spikes: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``spikes @ weights`` for 0/1 spikes and integer-valued float64 weights, as exact int64."""
+    """``spikes @ weights`` for 0/1 spikes and integer-valued float64 weights, as exact int64.
+
+    One spike vector (a step): the sum of the rows of the neurons that spiked, which touches
+    only those rows (spikes are sparse); a raster of steps: one BLAS product.
+    """
+    if spikes.ndim == 1:
+        return weights[np.flatnonzero(spikes)].sum(axis=0).astype(np.int64)
     return np.matmul(spikes.astype(np.float64), weights).astype(np.int64)
 
 

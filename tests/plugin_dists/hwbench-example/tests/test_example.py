@@ -1,7 +1,8 @@
 """The plugin author's own tests, run against an installed hwbench and an installed hwbench-example.
 
-Run from this directory with ``python -m pytest``. The registration test is the placeholder for
-hwbench's device conformance suite (``hwbench.testing``), which will replace most of it.
+Run from this directory with ``python -m pytest`` (hwbench's pytest plugin, with its fixtures, is
+active whenever hwbench is installed). ``TestConformance`` runs hwbench's device conformance
+suite on ``example-dsp``; the tests below it check what is particular to this chip.
 """
 
 from __future__ import annotations
@@ -15,15 +16,23 @@ from hwbench.core.engines.select import pick_engine
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Workload
 from hwbench.core.plugins import get_registry, load_registry
+from hwbench.testing.conformance import DeviceConformance
 
 ONLY_THIS_PLUGIN = {"HWBENCH_LOAD_PLUGINS": "example"}
 
 
+class TestConformance(DeviceConformance):
+    device_name = "example-dsp"
+    tolerance = 1e-4  # fp32 against the CPU's fp64 over a short leaky-ring run
+
+
 def test_registers_through_load_registry() -> None:
-    # Placeholder for hwbench's conformance suite: the entry point resolves, the hooks run, the
-    # names are free, and hwbench lists the plugin as loaded with what it provides.
+    # The entry point resolves, the hooks run, the names are free, and hwbench lists the plugin
+    # as loaded, from this distribution, with what it provides.
     registry = load_registry(env=ONLY_THIS_PLUGIN)
-    status = {p.name: p for p in registry.plugins}["example"]
+    statuses = {p.name: p for p in registry.plugins}
+    assert "example" in statuses, "hwbench-example is not installed here (pip install .)"
+    status = statuses["example"]
     assert status.status == "loaded", status.error
     assert status.distribution == "hwbench-example"
     assert status.provides == {"devices": ["example-dsp"], "metrics": ["example-rms-deviation"]}
