@@ -28,12 +28,12 @@ def assert_within_ulps(actual: Any, expected: Any, fmt: FloatFormat | str, ulps:
     dist = ulp_distance(actual, expected, fmt_obj)
     if dist.size and dist.max() > ulps:
         bad = np.argwhere(dist > ulps)
-        i = tuple(np.unravel_index(int(np.argmax(dist)), dist.shape)) if dist.ndim else ()
-        a = np.asarray(actual, dtype=np.float64)[i]
-        e = np.asarray(expected, dtype=np.float64)[i]
+        i = tuple(int(k) for k in np.unravel_index(int(np.argmax(dist)), dist.shape)) if dist.ndim else ()
+        a = float(np.asarray(actual, dtype=np.float64)[i])
+        e = float(np.asarray(expected, dtype=np.float64)[i])
         raise AssertionError(
             f"{len(bad)} of {dist.size} values differ by more than {ulps:g} ulp of {fmt_obj.name}; "
-            f"worst at index {list(i)}: actual {a!r} vs expected {e!r} ({dist[i]:.3g} ulp)"
+            f"worst at index {list(i)}: actual {a!r} vs expected {e!r} ({float(dist[i]):.3g} ulp)"
         )
 
 
