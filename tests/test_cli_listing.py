@@ -165,7 +165,6 @@ def test_strict_plugin_failure_is_exit_3_and_one_line(
     assert err == "error: plugin 'broken' failed: hwbench_devices raised RuntimeError: no chip\n"
 
 
-@pytest.mark.xfail(strict=True, reason="rich wraps stderr diagnostics at the console width (80 when piped)")
 def test_a_long_warning_stays_on_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     class Broken:
         @hookimpl

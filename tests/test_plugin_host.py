@@ -9,6 +9,7 @@ rely only on the ``cpu`` device.
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -89,8 +90,10 @@ class RaisesInDevices:
 
 
 def load(**extra: object) -> host.Registry:
-    """Only the given plugins: no built-ins, no installed entry points, an empty environment."""
-    return host.load_registry(builtins=False, entry_point_plugins=False, extra=extra, env={})
+    """Only the given plugins: no built-ins, no installed entry points, an environment holding only
+    HWBENCH_STRICT_PLUGINS (as the test set it)."""
+    env = {k: v for k, v in os.environ.items() if k == "HWBENCH_STRICT_PLUGINS"}
+    return host.load_registry(builtins=False, entry_point_plugins=False, extra=extra, env=env)
 
 
 def statuses(registry: host.Registry) -> dict[str, host.PluginStatus]:
@@ -327,17 +330,15 @@ def test_add_commands_failure_is_contained() -> None:
     assert statuses(registry)["raises"].error == "hwbench_add_commands raised ValueError: no commands today"
 
 
-# ---- known defects of the host, documented as strict xfails (they flip to failures once fixed) ----
+# ---- defects found while writing these tests, fixed in the host; kept as regression tests ----
 
 
-@pytest.mark.xfail(strict=True, reason="load_registry(env=...) ignores HWBENCH_STRICT_PLUGINS in env; reads os.environ")
 def test_strict_mode_is_read_from_the_env_mapping() -> None:
     with pytest.raises(PluginError):
         host.load_registry(builtins=False, entry_point_plugins=False, extra={"bad": RaisesInDevices()},
                            env={"HWBENCH_STRICT_PLUGINS": "1"})  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="a plugin failing in one hook keeps what it registered in earlier hooks")
 def test_a_failed_plugin_contributes_nothing() -> None:
     class EngineThenBoom:
         @hookimpl
@@ -353,14 +354,12 @@ def test_a_failed_plugin_contributes_nothing() -> None:
     assert "toy-engine" not in registry.engines
 
 
-@pytest.mark.xfail(strict=True, reason="a reused entry-point name's failed status shadows the first plugin's (by_name)")
 def test_a_reused_entry_point_name_does_not_silence_the_first(installed: list[EntryPoint]) -> None:
     registry = _entry_point_registry({})
     assert list(registry.devices) == ["toy-plugin-one", "toy-plugin-two"]
     assert registry.plugins[0].provides == {"devices": ["toy-plugin-one"]}
 
 
-@pytest.mark.xfail(strict=True, reason="a misspelt hook name (@hookimpl on hwbench_device) is accepted silently")
 def test_a_misspelt_hook_is_reported() -> None:
     class Misspelt:
         @hookimpl
@@ -370,7 +369,6 @@ def test_a_misspelt_hook_is_reported() -> None:
     assert statuses(load(misspelt=Misspelt()))["misspelt"].status == "failed"
 
 
-@pytest.mark.xfail(strict=True, reason="SystemExit raised by a plugin (e.g. a vendor SDK's exit()) escapes the host")
 def test_a_plugin_calling_exit_is_contained() -> None:
     class Exits:
         @hookimpl

@@ -16,6 +16,7 @@ contains every subpackage and the console script, and leaves no build artefacts 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -90,9 +91,17 @@ def _venv_purelib(python: Path) -> Path:
     return Path(out.stdout.strip())
 
 
+def _require_build_backend() -> None:
+    """--no-build-isolation builds with the running environment's setuptools and wheel."""
+    missing = [name for name in ("setuptools", "wheel") if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.fail(f"the plugin-installation test needs {' and '.join(missing)} here: pip install -e '.[test]'")
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    root = tmp_path_factory.mktemp("plugin-install")
+    _require_build_backend()
+    root = tmp_path_factory.mktemp("plugin-install").resolve()
     env = _clean_env()
     # 1. An empty virtualenv (no pip of its own: the borrowed one installs into it).
     venv_dir = root / "venv"
@@ -136,7 +145,7 @@ def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
 def test_hwbench_is_the_installed_copy(venv: Venv) -> None:
     proc = venv.run(venv.python, "-c", "import hwbench, hwbench_example; print(hwbench.__file__)")
     assert proc.returncode == 0, proc.stderr
-    assert Path(proc.stdout.strip()).is_relative_to(venv.root / "venv")
+    assert Path(proc.stdout.strip()).resolve().is_relative_to(venv.root / "venv")
     assert venv.cli("--version").stdout.startswith("hwbench, version ")
 
 

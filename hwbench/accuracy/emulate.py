@@ -148,8 +148,9 @@ class EmulationWrapper:
         rules = resolve_rules(self.profile, carrier)
         if not any(rule.active for rule in rules.values()):
             return raw  # nothing to emulate: zero overhead
-        return EmulatingOps(raw, self.profile, rules, backend_for(raw.name), carrier,
-                            counters=self.counters, seed=self.seed)
+        return EmulatingOps(
+            raw, self.profile, rules, backend_for(raw.name), carrier, counters=self.counters, seed=self.seed
+        )
 
     def __repr__(self) -> str:
         return f"emulating_ops({self.profile.name!r}, counters={self.counters}, seed={self.seed})"

@@ -136,7 +136,7 @@ class EmuArray:
         return len(self.raw.shape)
 
     @property
-    def T(self) -> EmuArray:  # noqa: N802 - numpy's name
+    def T(self) -> EmuArray:
         return EmuArray(self.raw.T, self._ops)
 
     def reshape(self, *shape: Any) -> EmuArray:

@@ -65,7 +65,7 @@ STUDY_TABLE = f"{STUDY}, Table I"
 IEEE754 = "IEEE Std 754-2019 (binary32 / binary64, round to nearest, ties to even)"
 XLA_CPU_NOTE = (
     "The fp32 reference is what the engine computes natively in IEEE binary32, as in the study "
-    "(TF 2.11 / XLA on the CPU): XLA's own exp is not correctly rounded (within a few ulp) and XLA "
+    "(TF 2.11 / XLA on the CPU): XLA's own exp is not correctly rounded and XLA "
     "rewrites division by a constant into multiplication by its reciprocal; every device profile "
     "inherits these, so only the differences a profile lists are attributed to the chip."
 )
@@ -234,6 +234,13 @@ def knob_notes(knobs: Mapping[str, Knob], values: Mapping[str, Any]) -> list[str
 
 
 # --------------------------------------------------------------------------------- capacity
+# Live intermediate values of one step, per state value and per connection. Assumptions (no
+# compiler publishes its liveness): io-ehh evaluates ~150 elementwise expressions per cell but a
+# compiler keeps only a few live at once; a connection needs its two gathered values and its current.
+TEMPORARIES_PER_STATE = 4.0
+TEMPORARIES_PER_CONNECTION = 3.0
+
+
 @dataclass(frozen=True)
 class Footprint:
     """What a workload keeps on a device, counted in values (multiply by the value size).
@@ -249,13 +256,14 @@ class Footprint:
     indices: int
     connections: int
 
-    def bytes(self, *, value: int = 4, state_copies: int = 2, temporaries_per_state: float = 0.0,
-              temporaries_per_connection: float = 0.0) -> int:
+    def bytes(self, *, value: int = 4, state_copies: int = 2,
+              temporaries_per_state: float = TEMPORARIES_PER_STATE,
+              temporaries_per_connection: float = TEMPORARIES_PER_CONNECTION) -> int:
         """Device bytes: state (``state_copies`` buffers), parameters, indices, and temporaries.
 
         A step computes a new state from the old one, so two state buffers are live; the
         temporaries (intermediate values of a step) are counted per state value and per
-        connection, because both scale with the network.
+        connection, because both scale with the network. Indices are int32.
         """
         values = (
             self.state * (state_copies + temporaries_per_state)

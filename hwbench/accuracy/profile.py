@@ -33,7 +33,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["CARRIER_FORMATS", "SCHEMA_VERSION", "Confidence", "ErrorModel", "NumericsProfile", "OpNumerics", "same_float_format"]
+__all__ = [
+    "CARRIER_FORMATS",
+    "SCHEMA_VERSION",
+    "Confidence",
+    "ErrorModel",
+    "NumericsProfile",
+    "OpNumerics",
+    "same_float_format",
+]
 
 SCHEMA_VERSION = 1
 CARRIER_FORMATS = {"float32": "fp32", "float64": "fp64"}

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True)
+stderr = Console(stderr=True, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

@@ -106,6 +106,7 @@ class Registry:
         self.kernels: dict[str, Kernel] = {}
         self.metrics: dict[str, Metric] = {}
         self.engines: dict[str, Engine] = {}
+        self.registered: dict[str, PluginStatus] = {}
 
     def _lookup(self, table: dict[str, Any], kind: str, name: str) -> Any:
         try:
@@ -131,22 +132,49 @@ class Registry:
 
     def call_each(self, hook: str, **kwargs: Any) -> None:
         """Call a non-registration hook (e.g. ``hwbench_add_commands``) plugin by plugin."""
-        by_name = {p.name: p for p in self.plugins}
         for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            status = self.registered[impl.plugin_name]
+            if status.status == "failed":
+                continue
             try:
                 impl.function(**kwargs)
-            except Exception as exc:
-                _failure(by_name[impl.plugin_name], f"{hook} raised {_describe(exc)}", exc)
+            except (Exception, SystemExit) as exc:
+                status.fail(f"{hook} raised {_describe(exc)}")
+                if os.environ.get("HWBENCH_STRICT_PLUGINS", "") not in ("", "0"):
+                    raise PluginError(f"plugin '{status.name}' failed: {hook} raised {_describe(exc)}") from exc
 
 
-def _strict() -> bool:
-    return os.environ.get("HWBENCH_STRICT_PLUGINS", "") not in ("", "0")
+class _Host:
+    """One loading pass: the plugin manager, the statuses, and how strict to be."""
 
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.strict = env.get("HWBENCH_STRICT_PLUGINS", "") not in ("", "0")
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.statuses: list[PluginStatus] = []
+        self.registered: dict[str, PluginStatus] = {}  # pluggy name -> status, in load order
 
-def _failure(status: PluginStatus, message: str, exc: BaseException | None = None) -> None:
-    status.fail(message)
-    if _strict():
-        raise PluginError(f"plugin '{status.name}' failed: {message}") from exc
+    def fail(self, status: PluginStatus, message: str, exc: BaseException | None = None) -> None:
+        status.fail(message)
+        if self.strict:
+            raise PluginError(f"plugin '{status.name}' failed: {message}") from exc
+
+    def register(self, status: PluginStatus, load: Any) -> None:
+        self.statuses.append(status)
+        try:
+            plugin = load()
+            self.pm.register(plugin, name=status.name)
+        except (Exception, SystemExit) as exc:  # a vendor SDK calling exit() must not end hwbench
+            self.fail(status, f"failed to load: {_describe(exc)}", exc)
+            return
+        unknown = [hc.name for hc in self.pm.get_hookcallers(plugin) or [] if hc.spec is None]
+        if unknown:
+            self.pm.unregister(plugin)
+            valid = [name for name in dir(hookspecs) if name.startswith("hwbench_")]
+            hints = [unknown_name("hook", name, valid) for name in unknown]
+            self.fail(status, "; ".join(str(h).replace("unknown hook", "implements unknown hook") for h in hints))
+            return
+        self.registered[status.name] = status
 
 
 def load_registry(
@@ -158,30 +186,29 @@ def load_registry(
 ) -> Registry:
     """Load every plugin on its own and collect what each registers.
 
+    A plugin contributes all of its records or none: one that fails to load, raises in any
+    registration hook, returns the wrong type or claims a name already taken is marked failed
+    and registers nothing. Names go to the first plugin in load order (built-ins first).
     ``extra`` registers additional plugin objects by name (used by ``hwbench.testing``).
     """
     env = os.environ if env is None else env
     allow = _names(env, "HWBENCH_LOAD_PLUGINS")
     deny = _names(env, "HWBENCH_DISABLE_PLUGINS") or set()
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    statuses: list[PluginStatus] = []
+    host = _Host(env)
 
-    def register(status: PluginStatus, load: Any) -> None:
-        statuses.append(status)
+    def candidate(status: PluginStatus, load: Any) -> None:
         if status.name in deny:
-            status.status = "disabled"
-            status.error = "disabled by HWBENCH_DISABLE_PLUGINS"
-            return
-        try:
-            plugin = load()
-            pm.register(plugin, name=status.name)
-        except Exception as exc:
-            _failure(status, f"failed to load: {_describe(exc)}", exc)
+            host.statuses.append(status)
+            status.status, status.error = "disabled", "disabled by HWBENCH_DISABLE_PLUGINS"
+        elif status.name in host.registered or any(s.name == status.name for s in host.statuses):
+            host.statuses.append(status)
+            host.fail(status, f"duplicate plugin name '{status.name}'")
+        else:
+            host.register(status, load)
 
     if builtins:
         for name, module in BUILTIN_PLUGINS.items():
-            register(PluginStatus(name, "builtin", module), lambda m=module: importlib.import_module(m))
+            candidate(PluginStatus(name, "builtin", module), lambda m=module: importlib.import_module(m))
     if entry_point_plugins:
         for ep in entry_points(group=hookspecs.ENTRY_POINT_GROUP):
             dist = getattr(ep, "dist", None)
@@ -193,47 +220,55 @@ def load_registry(
                 version=dist.version if dist is not None else None,
             )
             if allow is not None and ep.name not in allow:
-                statuses.append(status)
-                status.status = "disabled"
-                status.error = "not in HWBENCH_LOAD_PLUGINS"
+                host.statuses.append(status)
+                status.status, status.error = "disabled", "not in HWBENCH_LOAD_PLUGINS"
                 continue
-            if any(s.name == ep.name for s in statuses):
-                statuses.append(status)
-                _failure(status, f"duplicate plugin name '{ep.name}'")
-                continue
-            register(status, ep.load)
+            candidate(status, ep.load)
     for name, plugin in (extra or {}).items():
-        register(PluginStatus(name, "entry point", repr(plugin)), lambda p=plugin: p)
+        candidate(PluginStatus(name, "entry point", repr(plugin)), lambda p=plugin: p)
 
-    registry = Registry(pm, statuses)
-    by_name = {s.name: s for s in statuses}
+    registry = Registry(host.pm, host.statuses)
+    registry.registered = host.registered
     owner: dict[tuple[str, str], str] = {}
-    for hook, (attr, expected, what) in _REGISTRATIONS.items():
-        table: dict[str, Any] = getattr(registry, attr)
-        # pluggy orders implementations by registration and tryfirst/trylast; use load order (first wins).
-        for impl in sorted(getattr(pm.hook, hook).get_hookimpls(), key=lambda i: list(by_name).index(i.plugin_name)):
-            status = by_name[impl.plugin_name]
-            if status.status == "failed":
-                continue
-            try:
-                records = impl.function()
-            except Exception as exc:
-                _failure(status, f"{hook} raised {_describe(exc)}", exc)
-                continue
-            if records is None:
-                continue
-            if not isinstance(records, (list, tuple)) or not all(isinstance(r, expected) for r in records):
-                _failure(status, f"{hook} must return a list of {expected.__name__}, got {records!r:.80}")
-                continue
-            for record in records:
-                key = record.name
-                if key in table:
-                    _failure(status, f"{what} '{key}' is already registered by plugin '{owner[(attr, key)]}'")
-                    continue
-                table[key] = record
-                owner[(attr, key)] = status.name
-                status.provides.setdefault(attr, []).append(key)
+    for plugin_name, status in host.registered.items():
+        records = _collect(host, plugin_name, status)
+        if records is None:
+            continue
+        clash = next(((attr, what, r.name) for attr, what, r in records if (attr, r.name) in owner), None)
+        if clash is not None:
+            attr, what, key = clash
+            host.fail(status, f"{what} '{key}' is already registered by plugin '{owner[(attr, key)]}'")
+            continue
+        for attr, _, record in records:
+            getattr(registry, attr)[record.name] = record
+            owner[(attr, record.name)] = status.name
+            status.provides.setdefault(attr, []).append(record.name)
     return registry
+
+
+def _collect(host: _Host, plugin_name: str, status: PluginStatus) -> list[tuple[str, str, Any]] | None:
+    """Every record one plugin registers, validated; None (and the plugin failed) on any error."""
+    plugin = host.pm.get_plugin(plugin_name)
+    records: list[tuple[str, str, Any]] = []
+    for hook, (attr, expected, what) in _REGISTRATIONS.items():
+        impls = [i for i in getattr(host.pm.hook, hook).get_hookimpls() if i.plugin is plugin]
+        for impl in impls:
+            try:
+                result = impl.function()
+            except (Exception, SystemExit) as exc:
+                host.fail(status, f"{hook} raised {_describe(exc)}", exc)
+                return None
+            if result is None:
+                continue
+            if not isinstance(result, (list, tuple)) or not all(isinstance(r, expected) for r in result):
+                host.fail(status, f"{hook} must return a list of {expected.__name__}, got {result!r:.80}")
+                return None
+            names = [r.name for r in result]
+            if len(set(names)) != len(names):
+                host.fail(status, f"{hook} returned the same {what} name twice")
+                return None
+            records += [(attr, what, r) for r in result]
+    return records
 
 
 _cached: Registry | None = None

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_rounding_strategies import ML_DTYPES_PRESETS, batches
+from test_rounding_strategies import ML_DTYPES_PRESETS, batches, pool
 
 from hwbench.accuracy.formats import get_format
 from hwbench.accuracy.rounding import round_float
@@ -66,22 +66,29 @@ def test_nearest_even_matches_ml_dtypes(case: tuple[str, np.ndarray]) -> None:
 
 
 @pytest.mark.parametrize("name", ML_DTYPES_PRESETS)
-def test_every_fp8_and_half_pattern_region(name: str) -> None:
-    """A dense sweep: 2^20 float32 patterns with all low 12 bits varied around every exponent."""
+def test_dense_sweep(name: str) -> None:
+    """Every sign/exponent x the top 11 fraction bits, each exact, +1 carrier ulp and a tie - 1."""
     hi = np.arange(0, 2**9, dtype=np.uint32) << np.uint32(23)  # sign + exponent
     lo = np.arange(0, 2**11, dtype=np.uint32) << np.uint32(12)  # top 11 fraction bits
     pats = (hi[:, None] | lo[None, :]).ravel()
-    pats = np.concatenate([pats, pats | np.uint32(0x800), pats | np.uint32(0x7FF), pats + np.uint32(1)])
+    pats = np.concatenate([pats, pats | np.uint32(1), pats | np.uint32(0xFFF)])
     x = pats.view(np.float32)
     _assert_same(x, round_float(x, get_format(name)), _reference(x, name))
 
 
-def test_bf16_all_float32_patterns_with_zero_low_bits() -> None:
-    """Every float32 whose low 8 bits are 0 or 0x80 ... i.e. all bf16 ties and exact values."""
-    base = np.arange(0, 2**24, dtype=np.uint32) << np.uint32(8)
-    for low in (0x00, 0x80, 0x7F, 0x81):
-        x = (base | np.uint32(low)).view(np.float32)
-        _assert_same(x, round_float(x, get_format("bf16")), _reference(x, "bf16"))
+def test_pool_matches_ml_dtypes() -> None:
+    """The shared 65,536-pattern pools (uniform + structured ties) of every preset."""
+    for name in ML_DTYPES_PRESETS:
+        x = pool(get_format(name)).view(np.float32)
+        _assert_same(x, round_float(x, get_format(name)), _reference(x, name))
+
+
+def test_bf16_every_value_its_ties_and_neighbours() -> None:
+    """Every bf16 value (all 2^16 upper halves) with low halves: exact, tie, tie +- 1, +-1."""
+    base = np.arange(0, 2**16, dtype=np.uint32) << np.uint32(16)
+    low = np.array([0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF], dtype=np.uint32)
+    x = (base[:, None] | low[None, :]).ravel().view(np.float32)
+    _assert_same(x, round_float(x, get_format("bf16")), _reference(x, "bf16"))
 
 
 def test_known_values() -> None:

@@ -207,9 +207,11 @@ class JaxExecutor(Executor):
         *,
         chunk_blocks: int,
         unroll: int,
+        compiler_options: dict[str, Any] | None = None,
     ) -> None:
         import jax
 
+        self.compiler_options = dict(compiler_options or {})
         self.kernel = kernel
         self.workload = workload
         self.dtype = dtype
@@ -217,6 +219,8 @@ class JaxExecutor(Executor):
         self.ops = ops
         self.chunk_blocks = chunk_blocks
         self.unroll = unroll
+        import os
+        self.split_rows = os.environ.get("H2_SPLIT", "0") == "1"
         self.stepped = _loop.is_stepped(ops)
         self.counter_names: tuple[str, ...] = tuple(ops.counter_names) if self.stepped else ()
         self.steps_done = 0
@@ -239,8 +243,12 @@ class JaxExecutor(Executor):
         n = self.workload.size
         ncount = len(self.counter_names)
 
+        split = self.split_rows and not isinstance(state, (tuple, list)) and np.ndim(state) >= 2
+
         def one_step(s: Any, carry: Any, k: Any) -> Any:
             state, first, counts = carry
+            if split:
+                state = jnp.stack(state)
             t = t0 + k * se + s
             if self.stepped:
                 ops.begin_step(step0 + t)
@@ -252,15 +260,21 @@ class JaxExecutor(Executor):
             if rule is not None:
                 up = (state[rule.row] < rule.threshold) & (new[rule.row] >= rule.threshold) & (first < 0)
                 first = jnp.where(up, s.astype(first.dtype), first)
+            if split:
+                new = tuple(new[i] for i in range(new.shape[0]))
             return new, first, counts
 
         def one_block(k: Any, carry: Any) -> Any:
             state, probes, spikes, counters = carry
             first0 = jnp.full((n,), _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE)
             counts0 = jnp.zeros((ncount,), dtype=jnp.int32)
+            if split:
+                state = tuple(state[i] for i in range(state.shape[0]))
             state, first, counts = jax.lax.fori_loop(
                 0, se, lambda s, c: one_step(s, c, k), (state, first0, counts0), unroll=min(self.unroll, se)
             )
+            if split:
+                state = jnp.stack(state)
             probes = probes.at[k].set(jnp.asarray(kernel.probe(state), dtype=probes.dtype))
             spikes = spikes.at[k].set(first)
             counters = counters.at[k].set(counts)
@@ -286,7 +300,7 @@ class JaxExecutor(Executor):
         fparams_spec = {k: spec(v) for k, v in self._fparams_host.items()}
         i32 = jax.ShapeDtypeStruct((), np.int32)
         jitted = jax.jit(self._program, donate_argnums=(0,))
-        return jitted.lower(state_spec, inputs_spec, fparams_spec, i32, i32, i32).compile()
+        return jitted.lower(state_spec, inputs_spec, fparams_spec, i32, i32, i32).compile(self.compiler_options or None)
 
     # --------------------------------------------------------------------------- run
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
@@ -337,7 +351,15 @@ class JaxEngine(Engine):
     dtypes = ("float32", "float64")
     summary = "JAX/XLA, sample loop compiled ahead of time (lax.fori_loop), float32 and float64"
 
-    def __init__(self, *, scatter: str = DEFAULT_SCATTER, unroll: int = 1, chunk_blocks: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        scatter: str = DEFAULT_SCATTER,
+        unroll: int = 1,
+        chunk_blocks: int | None = None,
+        compiler_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.compiler_options = compiler_options
         if scatter not in SCATTER_STRATEGIES:
             raise UsageError(f"unknown scatter strategy '{scatter}'; choose from: {', '.join(SCATTER_STRATEGIES)}")
         self.scatter = scatter
@@ -370,6 +392,15 @@ class JaxEngine(Engine):
             ops: Any = JaxOps(np_dtype, scatter=self.scatter)
             if ops_wrapper is not None:
                 ops = ops_wrapper(ops)
-            executor = JaxExecutor(kernel, workload, np_dtype, se, ops, chunk_blocks=chunk, unroll=self.unroll)
+            executor = JaxExecutor(
+                kernel,
+                workload,
+                np_dtype,
+                se,
+                ops,
+                chunk_blocks=chunk,
+                unroll=self.unroll,
+                compiler_options=self.compiler_options,
+            )
         executor.setup_s = time.perf_counter() - start
         return executor

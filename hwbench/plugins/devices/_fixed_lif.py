@@ -118,11 +118,9 @@ class FixedLifExecutor(Executor):
             raise UsageError(f"nsamples must be a non-negative integer, got {nsamples!r}")
         x = self._input(inputs)
         n_steps = x.shape[0]
-        if not isinstance(state, (tuple, list)) or len(state) != len(self.workload.state0):
-            raise UsageError(f"state must be a sequence of {len(self.workload.state0)} arrays like the workload's state0")
-        for s, ref in zip(state, self.workload.state0):
-            if np.shape(s) != np.shape(ref):
-                raise UsageError(f"state arrays must have the workload's shapes {[np.shape(r) for r in self.workload.state0]}")
+        shapes = [np.shape(ref) for ref in self.workload.state0]
+        if not isinstance(state, (tuple, list)) or [np.shape(s) for s in state] != shapes:
+            raise UsageError(f"state must be a sequence of {len(shapes)} arrays shaped like state0: {shapes}")
         states = [layer.enter(d) for layer, d in zip(self.layers, self.kernel.split_state(state))]
         total = int(nsamples) * self.sample_every
         first_ff = self.layers[0].input_ff(x) if total else None

@@ -291,7 +291,7 @@ class A100Device(EmulatedDevice):
         fp = footprint(kernel, workload, size=meta.get("size"), connected=meta.get("connected", True))
         if fp is None:
             return Support.yes("no size given; the A100 holds 80 GB of HBM2e")
-        need = fp.bytes(value=4, state_copies=2, temporaries_per_state=4.0, temporaries_per_connection=4.0)
+        need = fp.bytes(value=4)
         return capacity_support(need, HBM_BYTES, "80 GB HBM2e", fp.cells)
 
 

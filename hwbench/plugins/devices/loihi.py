@@ -48,7 +48,9 @@ if TYPE_CHECKING:
     from hwbench.accuracy.profile import NumericsProfile
     from hwbench.plugins.kernels.lif import LifLayer
 
-DAVIES = "Davies et al., 'Loihi: A Neuromorphic Manycore Processor with On-Chip Learning', IEEE Micro 38(1):82-99 (2018)"
+DAVIES = (
+    "Davies et al., 'Loihi: A Neuromorphic Manycore Processor with On-Chip Learning', IEEE Micro 38(1):82-99 (2018)"
+)
 LOIHI2 = "Intel Labs, 'Taking Neuromorphic Computing to the Next Level with Loihi 2', technology brief (2021)"
 LAVA_LIF = "Lava, lava/proc/lif/models.py: PyLifModelBitAcc / AbstractPyLifModelFixed (github.com/lava-nc/lava)"
 LAVA_DENSE = "Lava, lava/proc/dense/models.py: PyDenseModelBitAcc; lava/utils/weightutils.py (github.com/lava-nc/lava)"
@@ -222,9 +224,12 @@ class LoihiLayer(FixedLayer):
 
     def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         z = state["z"].astype(np.int64)
-        v = np.clip(np.rint(state["u"] * self.k), -UV_MAX, UV_MAX).astype(np.int64)
-        u = np.clip(np.rint(state["i"] * self.k), -UV_MAX, UV_MAX).astype(np.int64) if "i" in state else np.zeros_like(v)
+        v = self._to_int(state["u"])
+        u = self._to_int(state["i"]) if "i" in state else np.zeros_like(v)
         return {"u": u, "v": v, "z": z}
+
+    def _to_int(self, x: np.ndarray) -> np.ndarray:
+        return np.clip(np.rint(np.asarray(x, np.float64) * self.k), -UV_MAX, UV_MAX).astype(np.int64)
 
     def leave(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out = {"u": state["v"] / self.k, "z": state["z"].astype(np.float64)}
@@ -374,7 +379,9 @@ def _check_parameters(params: dict[str, Any]) -> None:
     if isinstance(vth_max, bool) or not isinstance(vth_max, int) or not 1 <= vth_max <= VTH_MAX:
         raise UsageError(f"loihi parameter vth_max must be an integer in 1..{VTH_MAX}, got {vth_max!r}")
     if params["a_in_overflow"] not in ("saturate", "wrap", "none"):
-        raise UsageError(f"loihi parameter a_in_overflow must be saturate, wrap or none, got {params['a_in_overflow']!r}")
+        raise UsageError(
+            f"loihi parameter a_in_overflow must be saturate, wrap or none, got {params['a_in_overflow']!r}"
+        )
 
 
 def loihi_profile(mode: str, parameters: dict[str, Any]) -> NumericsProfile:
@@ -391,15 +398,32 @@ def loihi_profile(mode: str, parameters: dict[str, Any]) -> NumericsProfile:
     params = {**DEFAULT_PARAMETERS, **parameters}
     _check_parameters(params)
     frac = round(math.log2(64 * params["vth_max"]))
-    uv = FixedFormat(name=f"loihi-uv24 (2^-{frac} per threshold)", signed=True, int_bits=UV_BITS - 1 - frac,
-                     frac_bits=frac, overflow="saturate", rounding="toward-zero")
+    uv = FixedFormat(
+        name=f"loihi-uv24 (2^-{frac} per threshold)",
+        signed=True,
+        int_bits=UV_BITS - 1 - frac,
+        frac_bits=frac,
+        overflow="saturate",
+        rounding="toward-zero",
+    )
     a_frac = frac - ACT_SHIFT
-    a_in = FixedFormat(name=f"loihi-a_in16 (2^-{a_frac} per threshold)", signed=True, int_bits=15 - a_frac,
-                       frac_bits=a_frac, overflow="saturate" if params["a_in_overflow"] == "saturate" else "wrap",
-                       rounding="floor")
+    a_in = FixedFormat(
+        name=f"loihi-a_in16 (2^-{a_frac} per threshold)",
+        signed=True,
+        int_bits=15 - a_frac,
+        frac_bits=a_frac,
+        overflow="saturate" if params["a_in_overflow"] == "saturate" else "wrap",
+        rounding="floor",
+    )
     w_frac = a_frac - 2  # mixed-mode mantissa step 2 at weight exponent +1 (default lif workloads)
-    weights = FixedFormat(name="loihi-w8 (approx.)", signed=True, int_bits=0, frac_bits=w_frac, overflow="saturate",
-                          rounding="nearest-even")
+    weights = FixedFormat(
+        name="loihi-w8 (approx.)",
+        signed=True,
+        int_bits=0,
+        frac_bits=w_frac,
+        overflow="saturate",
+        rounding="nearest-even",
+    )
     doc = Confidence.DOCUMENTED
     return NumericsProfile(
         name=f"loihi-{mode}-lava-bitacc",

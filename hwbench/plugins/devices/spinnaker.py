@@ -158,10 +158,10 @@ class SpinnakerLayer(FixedLayer):
         self.name, self.n = layer.name, layer.n
         self.mul = mul_round_nearest if MODES[mode] == "round-nearest" else mul_truncate
         self.scale = float(params["voltage_scale"]) * ONE  # raw accum units per float unit
-        self.exp_tc = int(round(layer.beta * ONE))
-        self.r = int(round(ONE / (1.0 - layer.beta)))
+        self.exp_tc = round(layer.beta * ONE)
+        self.r = round(ONE / (1.0 - layer.beta))
         self.v_rest = 0
-        self.thr = int(round(layer.thr * self.scale))
+        self.thr = round(layer.thr * self.scale)
         self.zero_reset = layer.reset == "zero"
         self.has_current = layer.alpha is not None
         self.exp_synapse = self.has_current and layer.alpha > 0.0
@@ -174,8 +174,11 @@ class SpinnakerLayer(FixedLayer):
             self.decay = self.init = 0
             w_unit = self.scale
         self.has_rec = layer.w_rec is not None
-        w = layer.w_ff if not self.has_rec else np.vstack([layer.w_ff, layer.w_rec])
-        rates = pre_rates if not self.has_rec else np.concatenate([pre_rates, np.full(layer.n, params["lif_source_rate"])])
+        # feed-forward and recurrent synapses share the population's ring buffers (one per type)
+        w, rates = layer.w_ff, pre_rates
+        if self.has_rec:
+            w = np.vstack([layer.w_ff, layer.w_rec])
+            rates = np.concatenate([pre_rates, np.full(layer.n, float(params["lif_source_rate"]))])
         sigma = float(params["ring_buffer_sigma"])
         raw = w * w_unit
         exc, inh = np.maximum(raw, 0.0), np.maximum(-raw, 0.0)
@@ -192,8 +195,14 @@ class SpinnakerLayer(FixedLayer):
     def describe(self) -> dict[str, Any]:
         """The integer parameters this layer runs with (shown in reports, used by tests)."""
         return {
-            "exp_tc": self.exp_tc, "r": self.r, "thr": self.thr, "decay": self.decay, "init": self.init,
-            "shift_exc": self.shift_exc, "shift_inh": self.shift_inh, "units_per_float": self.scale,
+            "exp_tc": self.exp_tc,
+            "r": self.r,
+            "thr": self.thr,
+            "decay": self.decay,
+            "init": self.init,
+            "shift_exc": self.shift_exc,
+            "shift_inh": self.shift_inh,
+            "units_per_float": self.scale,
         }
 
     def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -351,8 +360,11 @@ class SpinnakerDevice(EmulatedDevice):
 
 
 def _check_parameters(params: dict[str, Any]) -> None:
-    for key, lo, hi in (("voltage_scale", 2.0**-15, 2.0**15), ("ring_buffer_sigma", 0.0, 100.0),
-                        ("lif_source_rate", 0.0, 1.0)):
+    for key, lo, hi in (
+        ("voltage_scale", 2.0**-15, 2.0**15),
+        ("ring_buffer_sigma", 0.0, 100.0),
+        ("lif_source_rate", 0.0, 1.0),
+    ):
         value = params[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= float(value) <= hi:
             raise UsageError(f"spinnaker parameter {key} must be a number in [{lo:g}, {hi:g}], got {value!r}")
@@ -374,21 +386,33 @@ def spinnaker_profile(mode: str, parameters: dict[str, Any]) -> NumericsProfile:
     _check_parameters(params)
     s = round(math.log2(float(params["voltage_scale"])))
     rounding = "nearest-away" if MODES[mode] == "round-nearest" else "floor"
-    accum = FixedFormat(name=f"s16.15 / 2^{s}", signed=True, int_bits=16 - s, frac_bits=15 + s, overflow="wrap",
-                        rounding="nearest-even")
+    accum = FixedFormat(
+        name=f"s16.15 / 2^{s}", signed=True, int_bits=16 - s, frac_bits=15 + s, overflow="wrap", rounding="nearest-even"
+    )
     mul = accum.model_copy(update={"rounding": rounding, "overflow": "saturate" if rounding != "floor" else "wrap"})
-    weights = FixedFormat(name="ring-buffer weight (approx.)", signed=True, int_bits=16 - s, frac_bits=15 + s - 5,
-                          overflow="saturate", rounding="nearest-even")
+    weights = FixedFormat(
+        name="ring-buffer weight (approx.)",
+        signed=True,
+        int_bits=16 - s,
+        frac_bits=15 + s - 5,
+        overflow="saturate",
+        rounding="nearest-even",
+    )
     doc = Confidence.DOCUMENTED
-    mul_source = ROUND_SRC if rounding != "floor" else (
-        "assumption: GCC stdfix accum multiply drops the low 15 bits (Hopkins et al. 2020); some libgcc "
-        "versions round half up instead"
+    mul_source = (
+        ROUND_SRC
+        if rounding != "floor"
+        else (
+            "assumption: GCC stdfix accum multiply drops the low 15 bits (Hopkins et al. 2020); some libgcc "
+            "versions round half up instead"
+        )
     )
     return NumericsProfile(
         name=f"spinnaker-{mode}",
         device="spinnaker",
         mode=mode,
-        description="sPyNNaker s16.15 accum LIF arithmetic" + (" with truncating multiplies" if rounding == "floor" else ""),
+        description="sPyNNaker s16.15 accum LIF arithmetic"
+        + (" with truncating multiplies" if rounding == "floor" else " with round-to-nearest multiplies"),
         carrier="float64",
         ops={
             OpClass.STORE: OpNumerics(format=accum, source=SPYNNAKER + ": REAL is accum (s16.15)", confidence=doc),

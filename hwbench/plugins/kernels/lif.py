@@ -50,7 +50,14 @@ SOURCES = [
     "Eshraghian et al., 'Training Spiking Neural Networks Using Lessons From Deep Learning', "
     "Proc. IEEE 111(9) (2023) (snnTorch: Leaky, Synaptic, RLeaky neurons)",
 ]
-_OP_CLASSES = [OpClass.ADD, OpClass.MUL, OpClass.COMPARE, OpClass.MATMUL_INPUT, OpClass.MATMUL_ACCUMULATE, OpClass.STORE]
+_OP_CLASSES = [
+    OpClass.ADD,
+    OpClass.MUL,
+    OpClass.COMPARE,
+    OpClass.MATMUL_INPUT,
+    OpClass.MATMUL_ACCUMULATE,
+    OpClass.STORE,
+]
 
 
 @dataclass(frozen=True)
@@ -122,10 +129,12 @@ class _LifBase(Kernel):
         for key in ("beta", "alpha"):
             if key in cfg and not 0.0 <= float(cfg[key]) <= 1.0:
                 raise UsageError(f"{key} must lie in [0, 1], got {cfg[key]}")
-        if not 0.0 < float(cfg["thr"]):
+        if not float(cfg["thr"]) > 0.0:
             raise UsageError(f"thr must be positive, got {cfg['thr']}")
         if not 0.0 <= float(cfg["input_rate"]) <= 0.5:
-            raise UsageError(f"input_rate must lie in [0, 0.5] (rates are drawn from U(0, 2 input_rate)), got {cfg['input_rate']}")
+            raise UsageError(
+                f"input_rate must lie in [0, 0.5] (rates are drawn from U(0, 2 input_rate)), got {cfg['input_rate']}"
+            )
 
         rng = np.random.default_rng(seed)
         rates = rng.uniform(0.0, 2.0 * float(cfg["input_rate"]), n_in)
@@ -160,7 +169,7 @@ class _LifBase(Kernel):
         }
         if self.recurrent:
             meta["recurrent_gain"] = float(cfg["recurrent_gain"])
-        per_layer = (3 if self.has_current else 2)
+        per_layer = 3 if self.has_current else 2
         state0 = tuple(np.zeros(m) for m in (n, n_out) for _ in range(per_layer))
         return Workload(self.name, n, meta, params, arrays, state0)
 
@@ -224,7 +233,8 @@ class _LifBase(Kernel):
 
     def bytes_per_step(self, workload: Workload) -> float:
         neurons = workload.size + workload.arrays["w_out"].shape[1]
-        return 4.0 * (self._synapses(workload) + (3 if self.has_current else 2) * neurons + workload.arrays["x"].shape[1])
+        state = (3 if self.has_current else 2) * neurons
+        return 4.0 * (self._synapses(workload) + state + workload.arrays["x"].shape[1])
 
     def memory_estimate(self, size: int, *, connected: bool = True) -> int:
         synapses = N_IN * size + size * N_OUT + (size * size if self.recurrent else 0)

@@ -1,0 +1,113 @@
+"""What emulating a chip's arithmetic costs: io-ehh on the JAX engine, emulated vs native.
+
+One process, one engine, one workload (io-ehh, ``--cells`` connected, float32): the native run and
+runs under a profile that rounds *every* op class (a custom bf16-like format in an fp32 carrier,
+so every add, multiply, divide, exp, power, compare, gather/scatter and state store is rounded),
+with and without counters, for each rounding mode. Each configuration is built (compile time
+reported apart), warmed up, then timed as the minimum over ``--repeat`` runs of ``--steps``
+steps; the table gives us/step and the ratio to the native run measured here, side by side.
+
+    python benchmarks/emulation_overhead.py [--cells 729] [--steps 4000] [--repeat 5]
+        [--modes nearest-even,stochastic] [--mantissa-bits 7] [--json]
+
+The issue's goal: full-rounding emulation (nearest-even, counters off) within 1.5x of native.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from hwbench.accuracy.emulate import emulating_ops
+from hwbench.accuracy.formats import RoundingMode, custom_float
+from hwbench.accuracy.profile import Confidence, NumericsProfile, OpNumerics
+from hwbench.core.ops import OpClass
+
+GOAL_RATIO = 1.5  # the issue's target for full-rounding emulation vs native
+
+
+def full_profile(mode: RoundingMode, mantissa_bits: int) -> NumericsProfile:
+    """Every op class rounded to a custom format with fp32's exponent range (bf16-like at 7 bits)."""
+    fmt = custom_float(mantissa_bits, -126, 127, name=f"m{mantissa_bits}")
+    entry = OpNumerics(format=fmt, rounding=mode, source="benchmark: every op class rounded", confidence=Confidence.ASSUMED)
+    return NumericsProfile(
+        name=f"all-{fmt.name}-{mode.value}",
+        device="benchmark",
+        mode=mode.value,
+        ops={cls: entry for cls in OpClass},
+    )
+
+
+def measure(engine: Any, kernel: Any, workload: Any, wrapper: Any, steps: int, repeat: int) -> dict[str, float]:
+    """Build (timed as setup), warm up, then the minimum wall time per step over ``repeat`` runs."""
+    build_start = time.perf_counter()
+    executor = engine.build(kernel, workload, dtype="float32", ops_wrapper=wrapper)
+    setup = time.perf_counter() - build_start
+    nsamples = max(1, steps // kernel.info.sample_every)
+    inputs = kernel.default_inputs(workload)
+    executor.run(workload.state0, inputs, 1)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        executor.run(workload.state0, inputs, nsamples)
+        best = min(best, time.perf_counter() - start)
+    return {"setup_s": setup, "us_per_step": best / (nsamples * kernel.info.sample_every) * 1e6}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cells", type=int, default=729)
+    parser.add_argument("--steps", type=int, default=4000, help="steps per timed run (default: 100 ms of io-ehh)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--modes", default="nearest-even,toward-zero,stochastic")
+    parser.add_argument("--mantissa-bits", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    args = parser.parse_args(argv)
+
+    from hwbench.core.engines.jax_engine import JaxEngine
+    from hwbench.plugins.kernels.io_ehh import IoEhhKernel
+
+    engine = JaxEngine()
+    kernel = IoEhhKernel()
+    workload = kernel.make_workload(args.cells, connected=True, seed=0)
+    rows: list[dict[str, Any]] = []
+
+    def run(label: str, mode: str, counters: bool | None, wrapper: Any) -> None:
+        print(f"measuring {label} ...", file=sys.stderr)
+        rows.append({"config": label, "mode": mode, "counters": counters,
+                     **measure(engine, kernel, workload, wrapper, args.steps, args.repeat)})
+
+    run("native", "-", None, None)
+    for name in args.modes.split(","):
+        mode = RoundingMode(name.strip())
+        profile = full_profile(mode, args.mantissa_bits)
+        run(f"all classes, {mode.value}", mode.value, False, emulating_ops(profile, counters=False))
+        run(f"all classes, {mode.value}, counters", mode.value, True, emulating_ops(profile, counters=True))
+    native = rows[0]["us_per_step"]
+    for row in rows:
+        row["ratio"] = row["us_per_step"] / native
+
+    meta = {"kernel": "io-ehh", "cells": args.cells, "connected": True, "engine": "jax", "dtype": "float32",
+            "steps": args.steps, "repeat": args.repeat, "format_mantissa_bits": args.mantissa_bits,
+            "goal_ratio": GOAL_RATIO}
+    if args.json:
+        json.dump({"meta": meta, "results": rows}, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"io-ehh, {args.cells} cells connected, JAX float32, min of {args.repeat} x {args.steps} steps; "
+          f"every op class rounded to m{args.mantissa_bits} (fp32 exponent range)")
+    print(f"{'configuration':<36} {'setup s':>8} {'us/step':>9} {'x native':>9}")
+    for row in rows:
+        print(f"{row['config']:<36} {row['setup_s']:8.2f} {row['us_per_step']:9.1f} {row['ratio']:9.2f}")
+    best = min((r["ratio"] for r in rows if r["counters"] is False and r["mode"] == "nearest-even"), default=np.nan)
+    print(f"goal: nearest-even, counters off within {GOAL_RATIO}x of native; measured {best:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""GroqWare SDK compat shim (package docstring pending)."""
