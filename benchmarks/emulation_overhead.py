@@ -34,7 +34,9 @@ GOAL_RATIO = 1.5  # the issue's target for full-rounding emulation vs native
 def full_profile(mode: RoundingMode, mantissa_bits: int) -> NumericsProfile:
     """Every op class rounded to a custom format with fp32's exponent range (bf16-like at 7 bits)."""
     fmt = custom_float(mantissa_bits, -126, 127, name=f"m{mantissa_bits}")
-    entry = OpNumerics(format=fmt, rounding=mode, source="benchmark: every op class rounded", confidence=Confidence.ASSUMED)
+    entry = OpNumerics(
+        format=fmt, rounding=mode, source="benchmark: every op class rounded", confidence=Confidence.ASSUMED
+    )
     return NumericsProfile(
         name=f"all-{fmt.name}-{mode.value}",
         device="benchmark",
@@ -79,8 +81,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(label: str, mode: str, counters: bool | None, wrapper: Any) -> None:
         print(f"measuring {label} ...", file=sys.stderr)
-        rows.append({"config": label, "mode": mode, "counters": counters,
-                     **measure(engine, kernel, workload, wrapper, args.steps, args.repeat)})
+        rows.append(
+            {
+                "config": label,
+                "mode": mode,
+                "counters": counters,
+                **measure(engine, kernel, workload, wrapper, args.steps, args.repeat),
+            }
+        )
 
     run("native", "-", None, None)
     for name in args.modes.split(","):
@@ -92,15 +100,25 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         row["ratio"] = row["us_per_step"] / native
 
-    meta = {"kernel": "io-ehh", "cells": args.cells, "connected": True, "engine": "jax", "dtype": "float32",
-            "steps": args.steps, "repeat": args.repeat, "format_mantissa_bits": args.mantissa_bits,
-            "goal_ratio": GOAL_RATIO}
+    meta = {
+        "kernel": "io-ehh",
+        "cells": args.cells,
+        "connected": True,
+        "engine": "jax",
+        "dtype": "float32",
+        "steps": args.steps,
+        "repeat": args.repeat,
+        "format_mantissa_bits": args.mantissa_bits,
+        "goal_ratio": GOAL_RATIO,
+    }
     if args.json:
         json.dump({"meta": meta, "results": rows}, sys.stdout, indent=2)
         print()
         return 0
-    print(f"io-ehh, {args.cells} cells connected, JAX float32, min of {args.repeat} x {args.steps} steps; "
-          f"every op class rounded to m{args.mantissa_bits} (fp32 exponent range)")
+    print(
+        f"io-ehh, {args.cells} cells connected, JAX float32, min of {args.repeat} x {args.steps} steps; "
+        f"every op class rounded to m{args.mantissa_bits} (fp32 exponent range)"
+    )
     print(f"{'configuration':<36} {'setup s':>8} {'us/step':>9} {'x native':>9}")
     for row in rows:
         print(f"{row['config']:<36} {row['setup_s']:8.2f} {row['us_per_step']:9.1f} {row['ratio']:9.2f}")

@@ -43,6 +43,8 @@ import numpy as np
 
 from hwbench.accuracy.emulated_array import EmuArray, unwrap
 from hwbench.accuracy.emulation_backend import Backend, backend_for, flat_index, round_fixed_values
+from hwbench.accuracy.event_counts import EventTally
+from hwbench.accuracy.fast_rounding import fast_rounder
 from hwbench.accuracy.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode
 from hwbench.accuracy.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
 from hwbench.accuracy.random_bits import uniform_bits
@@ -173,6 +175,10 @@ class EmulatingOps:
     ``end_step()`` in that order. ``load`` wraps the state in EmuArrays; ``store`` unwraps it,
     applies the STORE rounding and detects stalled updates; ``end_step`` returns this step's
     counts as an int32 vector ordered as ``counter_names``.
+
+    A rounding whose input is already representable in the target format is skipped (it could
+    not change a value, in any mode): EmuArrays carry the format of their last rounding, so e.g.
+    storing the results of fp16 additions into an fp16 state costs nothing.
     """
 
     emulated = True
@@ -195,8 +201,9 @@ class EmulatingOps:
         self.dtype = raw.dtype
         self.counter_names: tuple[str, ...] = COUNTER_NAMES if counters else ()
         self._be = backend
+        self._carrier = carrier
         self._np_dtype = np.dtype(carrier)
-        self._counting = counters
+        self._tally = EventTally(backend.xp, self.counter_names) if counters else None
         self._seed = int(seed) & _M32
         # Operands from outside the state (parameters, inputs) when the engine is wider than
         # the profile's carrier: round them as the device would have stored them.
@@ -204,9 +211,9 @@ class EmulatingOps:
         self._operand_fmt = FORMATS[CARRIER_FORMATS[profile.carrier]] if wide else None
         self._step: Any = 0
         self._op = 0
-        self._counts: dict[str, Any] = {}
         self._prev: Any = None
         self._tables: dict[int, tuple[Any, np.ndarray | None]] = {}
+        self._fast: dict[tuple[FloatFormat, RoundingMode], Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         # Engine-specific extras of the raw namespace (outside the Ops interface) stay reachable;
@@ -219,38 +226,39 @@ class EmulatingOps:
     def begin_step(self, step: Any) -> None:
         self._step = step
         self._op = 0
-        self._counts = {}
+        if self._tally is not None:
+            self._tally.reset()
 
     def end_step(self) -> Any:
-        counts = [self._counts.get(name, 0) for name in self.counter_names]
-        self._counts = {}
-        return self._be.vector(counts)
+        if self._tally is None:
+            return self._be.xp.zeros((0,), dtype=self._be.xp.int32)
+        return self._tally.totals()
 
     def load(self, state: Any) -> Any:
         raw = unwrap(state)
-        store = self.rules[OpClass.STORE]
-        self._prev = raw if self._counting and store.rounds else None
+        self._prev = raw if self._tally is not None and self.rules[OpClass.STORE].rounds else None
         return _map_tree(lambda x: EmuArray(x, self), raw)
 
     def store(self, state: Any) -> Any:
         rule = self.rules[OpClass.STORE]
         prev, self._prev = self._prev, None
-        new = unwrap(state)
         if not rule.rounds:
-            return new
-        if isinstance(new, (tuple, list)):
-            olds = list(prev) if isinstance(prev, (tuple, list)) and len(prev) == len(new) else [None] * len(new)
-            return type(new)(self._store_one(rule, x, p) for x, p in zip(new, olds))
-        return self._store_one(rule, new, prev)
+            return unwrap(state)
+        if isinstance(state, (tuple, list)):
+            olds = list(prev) if isinstance(prev, (tuple, list)) and len(prev) == len(state) else [None] * len(state)
+            return type(state)(self._store_one(rule, x, p) for x, p in zip(state, olds, strict=True))
+        return self._store_one(rule, state, prev)
 
     def _store_one(self, rule: Rule, x: Any, prev: Any) -> Any:
-        if not self._be.is_float(x):
-            return x
-        after = self._round_result(rule, x)
-        if self._counting:
-            self._count(rule, x, after, (x,))
-            if rule.rounds and prev is not None and getattr(prev, "shape", None) == x.shape:
-                self._add("store.stalled", (after == prev) & (x != prev))
+        value, tag = _split(x)
+        if not self._be.is_float(value):
+            return value
+        after, _ = self._round_result(rule, value, tag)
+        if self._tally is not None and after is not value:
+            self._count(rule, value, after, (value,))
+            if prev is not None and getattr(prev, "shape", None) == value.shape:
+                stalled = (after == prev) & (value != prev)
+                self._tally.record(("store.stalled",), (stalled,), tuple(value.shape))
         return after
 
     # --- the Ops interface -------------------------------------------------------------------
@@ -274,19 +282,18 @@ class EmulatingOps:
         return self.arith(OpClass.POW, self.raw.power, x, y)
 
     def abs(self, x: Any) -> EmuArray:
-        return EmuArray(self.raw.abs(self._value(x)), self)
+        value, tag = _split(x)
+        return EmuArray(self.raw.abs(self._value(value)), self, tag)
 
     def minimum(self, x: Any, y: Any) -> EmuArray:
-        return self.arith(OpClass.COMPARE, self.raw.minimum, x, y)
+        return self._select(self.raw.minimum, x, y)
 
     def maximum(self, x: Any, y: Any) -> EmuArray:
-        return self.arith(OpClass.COMPARE, self.raw.maximum, x, y)
+        return self._select(self.raw.maximum, x, y)
 
     def where(self, cond: Any, x: Any, y: Any) -> EmuArray:
-        rule = self.rules[OpClass.COMPARE]
-        vx, vy = self._value(x), self._value(y)
-        before = self.raw.where(unwrap(cond), self._in(rule, vx), self._in(rule, vy))
-        return self._finish(rule, before, (vx, vy))
+        c = unwrap(cond)
+        return self._select(lambda a, b: self.raw.where(c, a, b), x, y)
 
     def greater(self, x: Any, y: Any) -> EmuArray:
         return self.arith(OpClass.COMPARE, self.raw.greater, x, y)
@@ -296,40 +303,45 @@ class EmulatingOps:
 
     def gather(self, x: Any, index: Any) -> EmuArray:
         rule = self.rules[OpClass.GATHER]
-        v = self._value(x)
+        v, tag = self._operand(x)
+        idx = unwrap(index)
         if rule.lowering == "one-hot-matmul":
             # One-hot row . source: the source enters the matrix unit in its input format; one
             # nonzero product per row, so the accumulation only rounds to its own format.
-            src = self._round_rule(self.rules[OpClass.MATMUL_INPUT], v)
-            before = self._round_rule(self.rules[OpClass.MATMUL_ACCUMULATE], self.raw.gather(src, unwrap(index)))
+            src, tag = self._round_result(self.rules[OpClass.MATMUL_INPUT], v, tag)
+            before, tag = self._round_result(self.rules[OpClass.MATMUL_ACCUMULATE], self.raw.gather(src, idx), tag)
         else:
-            before = self.raw.gather(self._in(rule, v), unwrap(index))
-        return self._finish(rule, before, (v,), elementwise=False)
+            before = self.raw.gather(self._in(rule, v, tag), idx)
+        return self._finish(rule, before, (v,), elementwise=False, tag=tag)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> EmuArray:
         rule = self.rules[OpClass.GATHER]
-        v = self._value(values)
+        v, tag = self._operand(values)
         idx = unwrap(index)
         if rule.lowering == "one-hot-matmul":
-            before = self._one_hot_sum(self._round_rule(self.rules[OpClass.MATMUL_INPUT], v), idx, size)
+            src, _ = self._round_result(self.rules[OpClass.MATMUL_INPUT], v, tag)
+            before = self._one_hot_sum(src, idx, size)
         else:
-            before = self.raw.scatter_add(self._in(rule, v), idx, size)
+            before = self.raw.scatter_add(self._in(rule, v, tag), idx, size)
         return self._finish(rule, before, (v,), elementwise=False)
 
     def sum(self, x: Any, axis: int) -> EmuArray:
         rule = self.rules[OpClass.ADD]
-        v = self._value(x)
-        return self._finish(rule, self.raw.sum(self._in(rule, v), axis), (v,), elementwise=False)
+        v, tag = self._operand(x)
+        return self._finish(rule, self.raw.sum(self._in(rule, v, tag), axis), (v,), elementwise=False)
 
     def matmul(self, a: Any, b: Any) -> EmuArray:
         inp, acc = self.rules[OpClass.MATMUL_INPUT], self.rules[OpClass.MATMUL_ACCUMULATE]
-        va, vb = self._value(a), self._value(b)
-        ra = self._in(acc, self._round_rule(inp, va))
-        rb = self._in(acc, self._round_rule(inp, vb))
-        return self._finish(acc, self.raw.matmul(ra, rb), (va, vb), elementwise=False)
+        (va, ta), (vb, tb) = self._operand(a), self._operand(b)
+        ra, ta = self._round_result(inp, va, ta)
+        rb, tb = self._round_result(inp, vb, tb)
+        before = self.raw.matmul(self._in(acc, ra, ta), self._in(acc, rb, tb))
+        return self._finish(acc, before, (va, vb), elementwise=False)
 
     def stack(self, xs: list[Any]) -> EmuArray:
-        return EmuArray(self.raw.stack([self._value(x) for x in xs]), self)
+        parts = [self._operand(x) for x in xs]
+        tags = {tag for _, tag in parts}
+        return EmuArray(self.raw.stack([v for v, _ in parts]), self, tags.pop() if len(tags) == 1 else None)
 
     def zeros_like(self, x: Any) -> EmuArray:
         return EmuArray(self.raw.zeros_like(self._value(x)), self)
@@ -345,14 +357,22 @@ class EmulatingOps:
     def arith(self, cls: OpClass, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> EmuArray:
         """``fn(a, b)`` computed with raw arrays and rounded as op class ``cls``."""
         rule = self.rules[cls]
-        va, vb = self._value(a), self._value(b)
-        return self._finish(rule, fn(self._in(rule, va), self._in(rule, vb)), (va, vb))
+        (va, ta), (vb, tb) = self._operand(a), self._operand(b)
+        return self._finish(rule, fn(self._in(rule, va, ta), self._in(rule, vb, tb)), (va, vb))
 
     # --- internals -----------------------------------------------------------------------------
     def _unary(self, cls: OpClass, fn: Callable[[Any], Any], x: Any) -> EmuArray:
         rule = self.rules[cls]
-        v = self._value(x)
-        return self._finish(rule, fn(self._in(rule, v)), (v,))
+        v, tag = self._operand(x)
+        return self._finish(rule, fn(self._in(rule, v, tag)), (v,))
+
+    def _select(self, fn: Callable[[Any, Any], Any], x: Any, y: Any) -> EmuArray:
+        """minimum / maximum / where (COMPARE): the result is one of the operands, exactly."""
+        rule = self.rules[OpClass.COMPARE]
+        (vx, tx), (vy, ty) = self._operand(x), self._operand(y)
+        before = fn(self._in(rule, vx, tx), self._in(rule, vy, ty))
+        tag = _common(_tag_after(rule, tx), _tag_after(rule, ty))
+        return self._finish(rule, before, (vx, vy), tag=tag)
 
     def _integer_power(self, x: Any, k: int) -> EmuArray:
         """``x ** k`` as XLA's ``integer_pow`` computes it: square-and-multiply, MUL-rounded."""
@@ -368,6 +388,12 @@ class EmulatingOps:
                 base = base * base
         assert acc is not None
         return 1 / acc if k < 0 else acc
+
+    def _operand(self, x: Any) -> tuple[Any, FloatFormat | None]:
+        """The raw carrier value of an operand and the format it is known to lie in."""
+        if isinstance(x, EmuArray):
+            return x.raw, x.fmt
+        return self._value(x), None
 
     def _value(self, x: Any) -> Any:
         """The raw carrier value of an operand (before the op's input rounding)."""
@@ -387,23 +413,22 @@ class EmulatingOps:
             return round_float(x, self._operand_fmt)
         return x
 
-    def _in(self, rule: Rule, x: Any) -> Any:
+    def _in(self, rule: Rule, x: Any, tag: FloatFormat | None = None) -> Any:
         """Round an operand to the op's input format, where it has one."""
-        if rule.input_fmt is None or not self._be.is_float(x):
+        fmt = rule.input_fmt
+        if fmt is None or not self._be.is_float(x) or (tag is not None and representable_in(tag, fmt)):
             return x
-        return self._round_to(x, rule.input_fmt, rule.mode, rule.random_bits)
+        return self._round_to(x, fmt, rule.mode, rule.random_bits)
 
-    def _round_rule(self, rule: Rule, x: Any) -> Any:
-        """Round ``x`` to ``rule``'s result format (used for matmul-unit stages)."""
-        return self._round_result(rule, x) if rule.rounds and self._be.is_float(x) else x
-
-    def _finish(self, rule: Rule, before: Any, inputs: tuple[Any, ...], *, elementwise: bool = True) -> EmuArray:
+    def _finish(
+        self, rule: Rule, before: Any, inputs: tuple[Any, ...], *, elementwise: bool = True, tag: Any = None
+    ) -> EmuArray:
         if not self._be.is_float(before):  # comparisons: booleans are exact
             return EmuArray(before, self)
-        after = self._round_result(rule, before)
-        if self._counting and (rule.rounds or rule.cls is not OpClass.COMPARE):
+        after, tag = self._round_result(rule, before, tag)
+        if self._tally is not None and (rule.rounds or rule.cls is not OpClass.COMPARE):
             self._count(rule, before, after, inputs, elementwise=elementwise)
-        return EmuArray(after, self)
+        return EmuArray(after, self, tag)
 
     def _next_seed(self, domain: int, extra: int = 0) -> int:
         """A 64-bit key for the next rounding of this step: (run seed, op sequence number)."""
@@ -415,16 +440,25 @@ class EmulatingOps:
         seed = self._next_seed(0)
         if isinstance(fmt, FixedFormat):
             return round_fixed_values(self._be.xp, x, fmt, seed=seed, counter=self._step)
-        return round_float(x, fmt, mode, seed=seed, counter=self._step, random_bits=random_bits)
+        key = (fmt, mode)
+        if key not in self._fast:
+            self._fast[key] = fast_rounder(fmt, mode, self._carrier)
+        fast = self._fast[key]
+        if fast is None:
+            return round_float(x, fmt, mode, seed=seed, counter=self._step, random_bits=random_bits)
+        index = flat_index(self._be.xp, x.shape) if mode is RoundingMode.STOCHASTIC else None
+        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index)
 
-    def _round_result(self, rule: Rule, x: Any) -> Any:
+    def _round_result(self, rule: Rule, x: Any, tag: FloatFormat | None = None) -> tuple[Any, FloatFormat | None]:
+        """``x`` rounded to the rule's result format, and the format the result is known to lie in."""
         if not rule.rounds or not self._be.is_float(x):
-            return x
-        if rule.fmt is not None:
-            x = self._round_to(x, rule.fmt, rule.mode, rule.random_bits)
+            return x, tag
+        fmt = rule.fmt
+        if fmt is not None and not (rule.error is None and tag is not None and representable_in(tag, fmt)):
+            x = self._round_to(x, fmt, rule.mode, rule.random_bits)
         if rule.error is not None and rule.error_fmt is not None:
             x = self._perturb(x, rule.error, rule.error_fmt)
-        return x
+        return x, _tag_after(rule, tag)
 
     def _perturb(self, y: Any, error: ErrorModel, fmt: FloatFormat) -> Any:
         """Move ``y`` by a keyed offset uniform in [-ulps, ulps] ulp of ``fmt``, then round to it."""
@@ -448,13 +482,13 @@ class EmulatingOps:
         acc = self.rules[OpClass.MATMUL_ACCUMULATE]
         table = self._segment_table(index, size)
         if table is None:
-            return self._round_rule(acc, self.raw.scatter_add(values, index, size))
+            return self._round_result(acc, self.raw.scatter_add(values, index, size))[0]
         if table.shape[1] == 0:
             return self._be.zeros((*values.shape[:-1], size), values.dtype)
         padded = self._be.append_zero(values)
         total = self._be.take(padded, table[:, 0])
         for k in range(1, table.shape[1]):
-            total = self._round_rule(acc, total + self._be.take(padded, table[:, k]))
+            total = self._round_result(acc, total + self._be.take(padded, table[:, k]))[0]
         return total
 
     def _segment_table(self, index: Any, size: int) -> np.ndarray | None:
@@ -469,6 +503,8 @@ class EmulatingOps:
         return table
 
     def _count(self, rule: Rule, before: Any, after: Any, inputs: tuple[Any, ...], *, elementwise: bool = True) -> None:
+        """Record this op's overflow / underflow / non-finite events (see the module docstring)."""
+        assert self._tally is not None
         be, xp = self._be, self._be.xp
         finite_in = None
         for v in inputs:
@@ -477,25 +513,65 @@ class EmulatingOps:
                 finite_in = f if finite_in is None else finite_in & f
         finite_out = be.isfinite(after)
         nonfinite = ~finite_out if finite_in is None else ~finite_out & finite_in
-        name = rule.cls.value
-        self._add(f"{name}.nonfinite", nonfinite)
+        underflow = None
         if not rule.rounds:  # carrier arithmetic: overflow means an infinity from finite operands
-            self._add(f"{name}.overflow", nonfinite & xp.isinf(after))
-            return
-        limit = np.asarray(rule.max_value, dtype=self._np_dtype) if np.isfinite(rule.max_value) else None
-        if limit is None:
             overflow = nonfinite & xp.isinf(after)
+        elif not np.isfinite(rule.max_value):
+            overflow = nonfinite & xp.isinf(after)
+            underflow = (before != 0) & (after == 0)
         else:
+            limit = np.asarray(rule.max_value, dtype=self._np_dtype)
             overflow = (xp.abs(before) > limit) & (~finite_out | (xp.abs(after) == limit))
             if finite_in is not None:
                 overflow = overflow & finite_in
-        self._add(f"{name}.overflow", overflow)
-        self._add(f"{name}.underflow", (before != 0) & (after == 0))
+            underflow = (before != 0) & (after == 0)
+        self._tally.record(_EVENT_NAMES[rule.cls], (overflow, underflow, nonfinite), tuple(after.shape))
 
-    def _add(self, name: str, mask: Any) -> None:
-        count = self._be.count(mask)
-        prev = self._counts.get(name)
-        self._counts[name] = count if prev is None else prev + count
+
+_EVENT_NAMES = {c: tuple(f"{c.value}.{e}" for e in EVENTS) for c in OpClass}
+
+
+def _split(x: Any) -> tuple[Any, FloatFormat | None]:
+    return (x.raw, x.fmt) if isinstance(x, EmuArray) else (x, None)
+
+
+def _tag_after(rule: Rule, tag: FloatFormat | None) -> FloatFormat | None:
+    """The format a value tagged ``tag`` is known to lie in after ``rule``'s result rounding."""
+    if rule.error_fmt is not None:
+        return rule.error_fmt
+    if isinstance(rule.fmt, FloatFormat):
+        return rule.fmt
+    return tag if rule.fmt is None else None
+
+
+def _common(a: FloatFormat | None, b: FloatFormat | None) -> FloatFormat | None:
+    """A format both tags lie in (the wider, when one contains the other)."""
+    if a is None or b is None:
+        return None
+    if representable_in(a, b):
+        return b
+    return a if representable_in(b, a) else None
+
+
+def representable_in(a: FloatFormat, b: FloatFormat) -> bool:
+    """True when rounding any value of format ``a`` onto ``b`` (any mode) returns it unchanged.
+
+    Conservative: ``a``'s significands and quantum must fit ``b``'s, its range must lie within
+    ``b``'s, and ``b``'s conventions (flushing, saturation, no -0, no inf) must not touch any of
+    ``a``'s values.
+    """
+    if a == b:
+        return True
+    if a.mantissa_bits > b.mantissa_bits or a.max_value > b.max_value:
+        return False
+    if a.emin - a.mantissa_bits < b.emin - b.mantissa_bits:  # a's smallest quantum is finer
+        return False
+    smallest = a.min_subnormal if a.subnormals in ("keep", "daz") else a.min_normal
+    if b.subnormals != "keep" and smallest < b.min_normal:
+        return False
+    if a.has_negative_zero and not b.has_negative_zero:
+        return False
+    return not (a.has_inf and (not b.has_inf or b.overflow == "saturate"))
 
 
 def segment_table(index: np.ndarray, size: int) -> np.ndarray:

@@ -24,6 +24,7 @@ from hwbench.core.ops import OpClass
 
 if TYPE_CHECKING:
     from hwbench.accuracy.emulate import EmulatingOps
+    from hwbench.accuracy.formats import FloatFormat
 
 __all__ = ["EmuArray", "unwrap"]
 
@@ -52,15 +53,18 @@ def _logical(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable
 class EmuArray:
     """An engine array (``raw``) bound to the emulating ops that round operations on it."""
 
-    __slots__ = ("_ops", "raw")
+    __slots__ = ("_ops", "fmt", "raw")
     # numpy: defer every ufunc and operator to our reflected methods (``ndarray * EmuArray``
     # must land in ``EmuArray.__rmul__``, not in an object-array loop).
     __array_ufunc__ = None
     __hash__ = None  # type: ignore[assignment]  # == is elementwise
 
-    def __init__(self, raw: Any, ops: EmulatingOps) -> None:
+    def __init__(self, raw: Any, ops: EmulatingOps, fmt: FloatFormat | None = None) -> None:
         self.raw = raw
         self._ops = ops
+        # A float format every value is known to be representable in (the last rounding's),
+        # so a later rounding onto a format containing it can be skipped; None: unknown.
+        self.fmt = fmt
 
     # --- arithmetic (rounded per op class) ------------------------------------------------
     __add__ = _binary(OpClass.ADD, operator.add)
@@ -102,16 +106,18 @@ class EmuArray:
         return EmuArray(~self.raw, self._ops)
 
     def __neg__(self) -> EmuArray:
-        return EmuArray(-self.raw, self._ops)
+        # fnuz formats have no -0, so a negated zero may leave the format
+        fmt = self.fmt if self.fmt is None or self.fmt.special != "fnuz" else None
+        return EmuArray(-self.raw, self._ops, fmt)
 
     def __pos__(self) -> EmuArray:
         return self
 
     def __abs__(self) -> EmuArray:
-        return EmuArray(abs(self.raw), self._ops)
+        return EmuArray(abs(self.raw), self._ops, self.fmt)
 
     def __getitem__(self, index: Any) -> EmuArray:
-        return EmuArray(self.raw[unwrap(index)], self._ops)
+        return EmuArray(self.raw[unwrap(index)], self._ops, self.fmt)
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -137,10 +143,10 @@ class EmuArray:
 
     @property
     def T(self) -> EmuArray:
-        return EmuArray(self.raw.T, self._ops)
+        return EmuArray(self.raw.T, self._ops, self.fmt)
 
     def reshape(self, *shape: Any) -> EmuArray:
-        return EmuArray(self.raw.reshape(*shape), self._ops)
+        return EmuArray(self.raw.reshape(*shape), self._ops, self.fmt)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes defined nowhere above: array methods such as .sum() or

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hwbench.cli.output import print_json, print_table, stderr, stdout
@@ -145,9 +146,7 @@ def _render(report) -> None:
             rows.append(
                 (
                     r.label,
-                    r.role,
-                    r.execution,
-                    r.engine,
+                    r.execution[:4] + ".",
                     _fmt(dev.get("max"), " mV") if dev else "-",
                     _fmt(dev.get("max_outside_spikes"), " mV") if dev else "-",
                     f"{spk.get('matched_fraction', 1):.3f}" if spk else "-",
@@ -158,18 +157,7 @@ def _render(report) -> None:
             )
         print_table(
             title,
-            [
-                "run",
-                "role",
-                "real/emul.",
-                "engine",
-                "max |dV|",
-                "outside spikes",
-                "spikes matched",
-                "van Rossum",
-                "hard-check",
-                "run s",
-            ],
+            ["run", "exec", "max |dV|", "outside spikes", "matched", "vRossum", "hard check", "s"],
             rows,
         )
         stdout.print(
@@ -179,7 +167,7 @@ def _render(report) -> None:
         for v in p.verdicts:
             color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[v.verdict.value]
             stdout.print(
-                f"  [{color}]{v.verdict.value}[/{color}] {v.device} [{v.mode}]: " + "; ".join(v.reasons),
+                f"  [{color}]{v.verdict.value}[/{color}] " + escape(f"{v.device} [{v.mode}]: " + "; ".join(v.reasons)),
                 highlight=False,
             )
     color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[report.verdict.value]

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 stdout = Console(soft_wrap=False)
@@ -21,13 +22,13 @@ def print_json(data: Any) -> None:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    table = Table(title=title, show_lines=False, header_style="bold")
+    table = Table(title=escape(title), show_lines=False, header_style="bold")
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+        table.add_row(*("" if v is None else escape(str(v)) for v in row))
     stdout.print(table)
 
 
 def warn(message: str) -> None:
-    stderr.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+    stderr.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False)

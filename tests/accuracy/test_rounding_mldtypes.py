@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_rounding_strategies import ML_DTYPES_PRESETS, batches, pool
+from test_rounding_strategies import ML_DTYPES_PRESETS, expand, pool, targeted_patterns
 
 from hwbench.accuracy.formats import get_format
 from hwbench.accuracy.rounding import round_float
@@ -53,16 +53,11 @@ def test_presets_match_ml_dtypes_metadata() -> None:
         assert fmt.min_subnormal == float(info.smallest_subnormal)
 
 
-@st.composite
-def _format_and_batch(draw: st.DrawFn) -> tuple[str, np.ndarray]:
-    name = draw(st.sampled_from(ML_DTYPES_PRESETS))
-    return name, draw(batches(get_format(name)))
-
-
-@given(_format_and_batch())
-def test_nearest_even_matches_ml_dtypes(case: tuple[str, np.ndarray]) -> None:
-    name, x = case
-    _assert_same(x, round_float(x, get_format(name)), _reference(x, name))
+@given(st.sampled_from(ML_DTYPES_PRESETS), st.integers(0, 2**64 - 1))
+def test_nearest_even_matches_ml_dtypes(name: str, seed: int) -> None:
+    fmt = get_format(name)
+    x = targeted_patterns(expand(seed, 128), fmt).view(np.float32)
+    _assert_same(x, round_float(x, fmt), _reference(x, name))
 
 
 @pytest.mark.parametrize("name", ML_DTYPES_PRESETS)
@@ -77,7 +72,7 @@ def test_dense_sweep(name: str) -> None:
 
 
 def test_pool_matches_ml_dtypes() -> None:
-    """The shared 65,536-pattern pools (uniform + structured ties) of every preset."""
+    """65,536 targeted patterns (ties, near-ties, overflow, subnormals, ...) per preset."""
     for name in ML_DTYPES_PRESETS:
         x = pool(get_format(name)).view(np.float32)
         _assert_same(x, round_float(x, get_format(name)), _reference(x, name))

@@ -17,6 +17,7 @@ from hwbench.core.plugins import load_registry
 from hwbench.plugins.devices.loihi import LoihiDevice, effective_bias, lif_step, wrap_current
 from hwbench.plugins.kernels.leaky_ring import LeakyRingKernel
 from hwbench.plugins.kernels.lif import kernels
+from hwbench.testing.conformance import DeviceConformance
 
 KERNELS = {k.name: k for k in kernels()}
 VARIANTS = ("lif", "lif-current", "lif-recurrent")
@@ -164,6 +165,22 @@ def test_executor_is_bit_exact(variant: str, mode: str) -> None:
         assert 0 < np.sum(ref_probes) < 16 * 3  # something happened, not everything
 
 
+def test_executor_checks_inputs_and_state() -> None:
+    wl = tiny("lif")
+    ex = DEVICE.executor(KERNELS["lif"], wl)
+    silent = ex.run(wl.state0, {"x": np.zeros_like(wl.arrays["x"])}, 8)
+    assert not silent.probes.any() and not silent.state[1].any()  # no input, no spikes
+    assert ex.run(wl.state0, {}, 0).probes.shape == (0, 3)
+    with pytest.raises(UsageError, match="spikes"):
+        ex.run(wl.state0, {"x": np.full(wl.arrays["x"].shape, 0.5)}, 1)
+    with pytest.raises(UsageError, match="no input 'y'"):
+        ex.run(wl.state0, {"y": 1.0}, 1)
+    with pytest.raises(UsageError, match="state"):
+        ex.run(wl.state0[:2], {}, 1)
+    with pytest.raises(UsageError, match="nsamples"):
+        ex.run(wl.state0, {}, -1)
+
+
 def test_dendritic_input_saturates_and_is_counted() -> None:
     wl = tiny("lif", 4, weight_gain=400.0)
     ex = DEVICE.executor(KERNELS["lif"], wl)
@@ -241,7 +258,7 @@ def test_capacity_model() -> None:
 def test_probe_says_emulated_and_what_was_looked_for() -> None:
     result = DEVICE.probe()
     assert result.status == "emulated"
-    assert "lava" in result.reason and "not measured on silicon" in result.reason
+    assert "lava" in result.reason and "nxsdk" in result.reason and "not measured on silicon" in result.reason
 
 
 def test_registers_through_its_hook() -> None:
@@ -267,6 +284,35 @@ def test_numerics_profile_and_overrides() -> None:
         DEVICE.numerics("loihi", {"vth": 3})
     with pytest.raises(UsageError, match="unknown mode"):
         DEVICE.numerics("loihi3")
+    with pytest.raises(UsageError, match=r"unknown mode.*loihi, loihi2"):
+        DEVICE.executor(KERNELS["lif"], KERNELS["lif"].make_workload(10, reset="zero"), mode="loihi3")
     wl = KERNELS["lif"].make_workload(100, reset="zero")
     ex = DEVICE.executor(KERNELS["lif"], wl, profile=smaller)
     assert all(layer.vth <= 1024 for layer in ex.layers)
+
+
+def test_profile_drives_the_generic_emulator() -> None:
+    """The profile is for hwbench.accuracy.emulate too: a small lif run under it stays close."""
+    from hwbench.accuracy.emulate import emulating_ops
+
+    profile = DEVICE.numerics("loihi")
+    kernel = KERNELS["lif"]
+    wl = kernel.make_workload(100, reset="zero", n_in=100)
+    ref = NumpyEngine().build(kernel, wl, dtype="float64").run(wl.state0, {}, 25)
+    out = (
+        NumpyEngine()
+        .build(kernel, wl, dtype=profile.carrier, ops_wrapper=emulating_ops(profile))
+        .run(wl.state0, {}, 25)
+    )
+    assert out.probes.shape == ref.probes.shape and np.isfinite(out.state[0]).all()
+    assert np.abs(out.probes.sum(axis=0) - ref.probes.sum(axis=0)).max() <= 3
+
+
+class TestLoihiConformance(DeviceConformance):
+    """The plugin contract checks every device runs (spec, probe, supports, profiles).
+
+    Its run check uses leaky-ring, which this device refuses (it is skipped); the executor is
+    checked against the float64 reference above.
+    """
+
+    device_name = "loihi"

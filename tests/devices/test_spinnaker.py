@@ -23,6 +23,7 @@ from hwbench.plugins.devices.spinnaker import (
 )
 from hwbench.plugins.kernels.leaky_ring import LeakyRingKernel
 from hwbench.plugins.kernels.lif import kernels
+from hwbench.testing.conformance import DeviceConformance
 
 KERNELS = {k.name: k for k in kernels()}
 VARIANTS = ("lif", "lif-current", "lif-recurrent")
@@ -284,3 +285,32 @@ def test_numerics_profile_and_overrides() -> None:
         DEVICE.numerics("spinnaker1", {"scale": 2.0})
     with pytest.raises(UsageError, match="voltage_scale must be a number"):
         DEVICE.numerics("spinnaker1", {"voltage_scale": "big"})
+    with pytest.raises(UsageError, match=r"unknown mode.*spinnaker1, spinnaker1-truncate"):
+        DEVICE.executor(KERNELS["lif"], wl, mode="spinnaker2")
+
+
+def test_profile_drives_the_generic_emulator() -> None:
+    """The profile is for hwbench.accuracy.emulate too: a small lif run under it stays close."""
+    from hwbench.accuracy.emulate import emulating_ops
+
+    profile = DEVICE.numerics("spinnaker1")
+    kernel = KERNELS["lif"]
+    wl = kernel.make_workload(100, reset="zero", n_in=100)
+    ref = NumpyEngine().build(kernel, wl, dtype="float64").run(wl.state0, {}, 25)
+    out = (
+        NumpyEngine()
+        .build(kernel, wl, dtype=profile.carrier, ops_wrapper=emulating_ops(profile))
+        .run(wl.state0, {}, 25)
+    )
+    assert out.probes.shape == ref.probes.shape and np.isfinite(out.state[0]).all()
+    assert np.abs(out.probes.sum(axis=0) - ref.probes.sum(axis=0)).max() <= 3
+
+
+class TestSpinnakerConformance(DeviceConformance):
+    """The plugin contract checks every device runs (spec, probe, supports, profiles).
+
+    Its run check uses leaky-ring, which this device refuses (it is skipped); the executor is
+    checked against the float64 reference above.
+    """
+
+    device_name = "spinnaker"

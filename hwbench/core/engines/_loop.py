@@ -28,8 +28,9 @@ def check_dtype(engine: str, dtype: str, allowed: tuple[str, ...]) -> np.dtype:
 def resolve_sample_every(kernel: Kernel, sample_every: int | None) -> int:
     """Steps per sample window: the argument, else the kernel's ``info.sample_every``."""
     value = kernel.info.sample_every if sample_every is None else sample_every
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= np.iinfo(SPIKE_DTYPE).max:
-        raise UsageError(f"sample_every must be an integer in 1..{np.iinfo(SPIKE_DTYPE).max}, got {value!r}")
+    top = int(np.iinfo(SPIKE_DTYPE).max)  # spike offsets inside a window must fit SPIKE_DTYPE
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= top:
+        raise UsageError(f"sample_every must be an integer in 1..{top}, got {value!r}")
     return int(value)
 
 
@@ -39,7 +40,9 @@ def check_nsamples(nsamples: int) -> int:
     return int(nsamples)
 
 
-def merge_inputs(kernel: Kernel, workload: Workload, inputs: dict[str, Any] | None, dtype: np.dtype) -> dict[str, np.ndarray]:
+def merge_inputs(
+    kernel: Kernel, workload: Workload, inputs: dict[str, Any] | None, dtype: np.dtype
+) -> dict[str, np.ndarray]:
     """The kernel's default inputs overridden by ``inputs``, each cast to ``dtype`` and shape-checked.
 
     Unknown names are a UsageError (a misspelt input would otherwise be silently ignored).

@@ -20,6 +20,7 @@ import contextlib
 import importlib.util
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,11 +30,19 @@ from hwbench.core.engines import _loop
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Kernel, Workload
 
-SCATTER_STRATEGIES = ("table", "segment_sum", "at_add", "onehot")
+SCATTER_STRATEGIES = ("slots", "table", "segment_sum", "at_add", "onehot")
 # Picked by benchmarks/scatter_strategies.py (io-ehh, 729 and 8000 cells, fp32, 2-core CPU).
-DEFAULT_SCATTER = "table"
+DEFAULT_SCATTER = "slots"
 ONEHOT_MAX_ELEMENTS = 1 << 24  # dense one-hot matrices beyond this fall back to the table layout
-PROBE_BUFFER_ELEMENTS = 1 << 23  # probes held per compiled call: bounds chunk_blocks * ncells
+PROBE_BUFFER_ELEMENTS = 1 << 23  # probe values held per compiled call: bounds chunk_blocks
+
+# XLA:CPU options, measured in benchmarks/io_engines.py --tuning: 512-bit vectors (LLVM's default
+# preference is 256) and no YNNPACK fusions (their per-call overhead dwarfs the small reductions
+# of a time step). Neither changes elementwise results; both are per-compilation, not global.
+DEFAULT_COMPILER_OPTIONS: dict[str, Any] = {
+    "xla_cpu_prefer_vector_width": 512,
+    "xla_cpu_experimental_ynn_fusion_type": "",
+}
 
 
 @contextlib.contextmanager
@@ -116,9 +125,17 @@ class JaxOps:
         if not isinstance(index, np.ndarray):
             return self._jax.ops.segment_sum(values, index, num_segments=size)
         strategy, plan = self._plan(index, size)
-        if strategy == "table":
+        if strategy in ("table", "slots"):
             padded = jnp.concatenate([values, jnp.zeros((1,), dtype=values.dtype)])
-            return jnp.sum(padded.at[plan].get(mode="promise_in_bounds"), axis=1)
+            if strategy == "table":
+                return jnp.sum(padded.at[plan].get(mode="promise_in_bounds"), axis=1)
+            # materialise the values once, then add slot by slot: target i gets its k-th
+            # connection in pass k, i.e. the same left-to-right order as a sequential loop
+            padded = self._jax.lax.optimization_barrier(padded)
+            out = padded.at[plan[0]].get(mode="promise_in_bounds")
+            for row in plan[1:]:
+                out = out + padded.at[row].get(mode="promise_in_bounds")
+            return out
         if strategy == "onehot":
             return jnp.matmul(plan.astype(values.dtype), values, precision=self._jax.lax.Precision.HIGHEST)
         sorted_ = bool(plan)
@@ -138,6 +155,8 @@ class JaxOps:
         plan: Any
         if strategy == "table":
             plan = neighbour_table(index, size)
+        elif strategy == "slots":
+            plan = np.ascontiguousarray(neighbour_table(index, size).T)
         elif strategy == "onehot":
             plan = np.zeros((size, len(index)), dtype=np.int8)
             plan[index, np.arange(len(index))] = 1
@@ -186,121 +205,138 @@ def _check_same_layout(new: Any, old: Any) -> None:
 
     new_leaves, new_tree = jax.tree_util.tree_flatten(new)
     old_leaves, old_tree = jax.tree_util.tree_flatten(old)
-    if new_tree != old_tree or any(
-        (a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(new_leaves, old_leaves)
-    ):
+    if new_tree != old_tree or any((a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(new_leaves, old_leaves)):
         got = [(a.shape, str(a.dtype)) for a in new_leaves]
         want = [(b.shape, str(b.dtype)) for b in old_leaves]
         raise UsageError(f"kernel step returned state {got}, expected {want} (same shapes and dtype)")
 
 
+@dataclass(frozen=True)
+class JaxTuning:
+    """How the JAX engine lays out and compiles the loop (the defaults are the measured best).
+
+    ``scatter``: lowering of ``scatter_add`` for concrete indices (:data:`SCATTER_STRATEGIES`).
+    ``split_rows``: carry a 2-D array state as separate rows through the loop, so XLA sees
+    independent per-row updates instead of slicing and re-concatenating one buffer every step.
+    ``unroll``: steps unrolled inside a sample window. ``chunk_blocks``: sample windows per
+    compiled call (None: as many as fit :data:`PROBE_BUFFER_ELEMENTS`, at most 1000).
+    ``compiler_options``: XLA options for this compilation (None: the defaults, dropped again
+    if this XLA build does not know them).
+    """
+
+    scatter: str = DEFAULT_SCATTER
+    split_rows: bool = True
+    unroll: int = 1
+    chunk_blocks: int | None = None
+    compiler_options: dict[str, Any] | None = None
+
+
 class JaxExecutor(Executor):
-    """Holds the compiled executable and device-resident parameters of one build."""
+    """A compiled sample loop plus the device-resident parameters of one build."""
 
     def __init__(
-        self,
-        kernel: Kernel,
-        workload: Workload,
-        dtype: np.dtype,
-        sample_every: int,
-        ops: Any,
-        *,
-        chunk_blocks: int,
-        unroll: int,
-        compiler_options: dict[str, Any] | None = None,
+        self, kernel: Kernel, workload: Workload, dtype: np.dtype, sample_every: int, ops: Any, tuning: JaxTuning
     ) -> None:
         import jax
 
-        self.compiler_options = dict(compiler_options or {})
         self.kernel = kernel
         self.workload = workload
         self.dtype = dtype
         self.sample_every = sample_every
         self.ops = ops
-        self.chunk_blocks = chunk_blocks
-        self.unroll = unroll
-        import os
-        self.split_rows = os.environ.get("H2_SPLIT", "0") == "1"
+        self.tuning = tuning
         self.stepped = _loop.is_stepped(ops)
         self.counter_names: tuple[str, ...] = tuple(ops.counter_names) if self.stepped else ()
-        self.steps_done = 0
+        self.steps_done = 0  # global step index handed to SteppedOps.begin_step
+        state0 = _loop.state_to_host(workload.state0, dtype, workload.state0)
+        self._probe_shape = tuple(np.shape(kernel.probe(state0)))
+        rule = kernel.spike_rule
+        self._spike_shape = tuple(np.shape(state0[rule.row])) if rule is not None else (0,)
+        per_block = max(1, int(np.prod(self._probe_shape)))
+        self.chunk_blocks = tuning.chunk_blocks or max(1, min(1000, PROBE_BUFFER_ELEMENTS // per_block))
         host = kernel_params(workload, lambda a: np.asarray(a, dtype=dtype), lambda a: np.asarray(a))
-        # per-cell float arrays are runtime arguments (device-resident, not folded into the
-        # program); scalars and integer connectivity are trace-time constants
+        # Per-cell float arrays are runtime arguments (device-resident, not folded into the
+        # program); scalars and integer connectivity are trace-time constants, so the ops can
+        # plan gathers and scatters from the concrete indices.
         self._fparams_host = {k: v for k, v in host.items() if isinstance(v, np.ndarray) and v.dtype == dtype}
         self._static = {k: v for k, v in host.items() if k not in self._fparams_host}
         with x64_mode(dtype):
             self._fparams = jax.device_put(self._fparams_host)
-            self._compiled = self._compile()
+            self._compiled, self.compiler_options = self._compile(state0)
 
     # ----------------------------------------------------------------------- tracing
     def _program(self, state: Any, inputs: Any, fparams: Any, step0: Any, t0: Any, nblocks: Any) -> Any:
+        """nblocks sample windows of ``sample_every`` steps; outputs padded to chunk_blocks."""
         import jax
         import jax.numpy as jnp
 
         kernel, ops, se, rule = self.kernel, self.ops, self.sample_every, self.kernel.spike_rule
         params = {**self._static, **fparams}
-        n = self.workload.size
+        split = self.tuning.split_rows and not isinstance(state, (tuple, list)) and state.ndim >= 2
         ncount = len(self.counter_names)
 
-        split = self.split_rows and not isinstance(state, (tuple, list)) and np.ndim(state) >= 2
-
         def one_step(s: Any, carry: Any, k: Any) -> Any:
-            state, first, counts = carry
-            if split:
-                state = jnp.stack(state)
+            rows, first, counts = carry
+            state = jnp.stack(rows) if split else rows
             t = t0 + k * se + s
             if self.stepped:
                 ops.begin_step(step0 + t)
                 new = ops.store(kernel.step(ops, ops.load(state), params, inputs, t))
-                counts = counts + jnp.asarray(ops.end_step(), dtype=jnp.int32)
+                counts = counts + jnp.asarray(ops.end_step(), dtype=jnp.int32).reshape(ncount)
             else:
                 new = kernel.step(ops, state, params, inputs, t)
             _check_same_layout(new, state)
             if rule is not None:
                 up = (state[rule.row] < rule.threshold) & (new[rule.row] >= rule.threshold) & (first < 0)
                 first = jnp.where(up, s.astype(first.dtype), first)
-            if split:
-                new = tuple(new[i] for i in range(new.shape[0]))
-            return new, first, counts
+            return (tuple(new[i] for i in range(new.shape[0])) if split else new), first, counts
 
         def one_block(k: Any, carry: Any) -> Any:
-            state, probes, spikes, counters = carry
-            first0 = jnp.full((n,), _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE)
+            rows, probes, spikes, counters = carry
+            first0 = jnp.full(self._spike_shape, _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE)
             counts0 = jnp.zeros((ncount,), dtype=jnp.int32)
-            if split:
-                state = tuple(state[i] for i in range(state.shape[0]))
-            state, first, counts = jax.lax.fori_loop(
-                0, se, lambda s, c: one_step(s, c, k), (state, first0, counts0), unroll=min(self.unroll, se)
+            rows, first, counts = jax.lax.fori_loop(
+                0, se, lambda s, c: one_step(s, c, k), (rows, first0, counts0), unroll=min(self.tuning.unroll, se)
             )
-            if split:
-                state = jnp.stack(state)
+            state = jnp.stack(rows) if split else rows
             probes = probes.at[k].set(jnp.asarray(kernel.probe(state), dtype=probes.dtype))
-            spikes = spikes.at[k].set(first)
-            counters = counters.at[k].set(counts)
-            return state, probes, spikes, counters
+            return rows, probes, spikes.at[k].set(first), counters.at[k].set(counts)
 
         c = self.chunk_blocks
         init = (
-            state,
-            jnp.zeros((c, n), dtype=self.dtype),
-            jnp.full((c, n), _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE),
+            tuple(state[i] for i in range(state.shape[0])) if split else state,
+            jnp.zeros((c, *self._probe_shape), dtype=self.dtype),
+            jnp.full((c, *self._spike_shape), _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE),
             jnp.zeros((c, ncount), dtype=jnp.int32),
         )
-        return jax.lax.fori_loop(0, nblocks, one_block, init)
+        rows, probes, spikes, counters = jax.lax.fori_loop(0, nblocks, one_block, init)
+        return (jnp.stack(rows) if split else rows), probes, spikes, counters
 
-    def _compile(self) -> Any:
+    def _compile(self, state0: Any) -> tuple[Any, dict[str, Any]]:
+        """Lower with abstract shapes and compile once; returns (executable, options used)."""
         import jax
 
         def spec(a: Any) -> Any:
             return jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
 
-        state_spec = jax.tree_util.tree_map(spec, _loop.state_to_host(self.workload.state0, self.dtype, self.workload.state0))
-        inputs_spec = {k: spec(v) for k, v in _loop.merge_inputs(self.kernel, self.workload, {}, self.dtype).items()}
-        fparams_spec = {k: spec(v) for k, v in self._fparams_host.items()}
+        inputs = _loop.merge_inputs(self.kernel, self.workload, {}, self.dtype)
         i32 = jax.ShapeDtypeStruct((), np.int32)
-        jitted = jax.jit(self._program, donate_argnums=(0,))
-        return jitted.lower(state_spec, inputs_spec, fparams_spec, i32, i32, i32).compile(self.compiler_options or None)
+        lowered = jax.jit(self._program, donate_argnums=(0,)).lower(
+            jax.tree_util.tree_map(spec, state0),
+            {k: spec(v) for k, v in inputs.items()},
+            {k: spec(v) for k, v in self._fparams_host.items()},
+            i32,
+            i32,
+            i32,
+        )
+        if self.tuning.compiler_options is not None:
+            return lowered.compile(dict(self.tuning.compiler_options) or None), dict(self.tuning.compiler_options)
+        try:
+            return lowered.compile(dict(DEFAULT_COMPILER_OPTIONS)), dict(DEFAULT_COMPILER_OPTIONS)
+        except Exception as exc:  # an XLA build without these options: compile plainly
+            if "compile option" not in str(exc):
+                raise
+            return lowered.compile(), {}
 
     # --------------------------------------------------------------------------- run
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
@@ -319,8 +355,9 @@ class JaxExecutor(Executor):
             while done < nsamples:
                 nb = min(self.chunk_blocks, nsamples - done)
                 t0 = done * self.sample_every
+                step0 = (self.steps_done + t0) % (1 << 31)
                 dev_state, p, s, c = self._compiled(
-                    dev_state, dev_inputs, self._fparams, np.int32(self.steps_done + t0), np.int32(t0), np.int32(nb)
+                    dev_state, dev_inputs, self._fparams, np.int32(step0), np.int32(t0), np.int32(nb)
                 )
                 probes.append(np.asarray(p)[:nb])
                 spikes.append(np.asarray(s)[:nb])
@@ -328,43 +365,34 @@ class JaxExecutor(Executor):
                 done += nb
             out_state = jax.tree_util.tree_map(np.asarray, dev_state)
         self.steps_done += nsamples * self.sample_every
-        n = self.workload.size
-        probe_arr = np.concatenate(probes) if probes else np.zeros((0, n), dtype=self.dtype)
-        spike_arr = np.concatenate(spikes) if spikes else np.zeros((0, n), dtype=_loop.SPIKE_DTYPE)
+        has_spikes = self.kernel.spike_rule is not None
+        probe_arr = np.concatenate(probes) if probes else np.zeros((0, *self._probe_shape), dtype=self.dtype)
+        spike_arr = np.concatenate(spikes) if spikes else np.zeros((0, *self._spike_shape), dtype=_loop.SPIKE_DTYPE)
         totals = np.concatenate(counts).astype(np.int64).sum(axis=0) if counts else np.zeros(len(self.counter_names))
         return RunOutput(
             state=out_state,
             probes=probe_arr,
-            spikes=spike_arr if self.kernel.spike_rule is not None else None,
+            spikes=spike_arr if has_spikes else None,
             counters=_loop.counters_dict(self.counter_names, totals),
         )
 
 
 class JaxEngine(Engine):
-    """JAX/XLA, float32 and float64, all sample windows of a call in one compiled loop.
+    """JAX/XLA, float32 and float64: every sample window of a call in one compiled loop.
 
-    ``scatter`` (see :data:`SCATTER_STRATEGIES`) and ``unroll`` (steps unrolled inside a window)
-    are tuning knobs for the benchmarks; the defaults are the measured best.
+    Keyword arguments are the :class:`JaxTuning` knobs (for benchmarks); defaults are measured.
     """
 
     name = "jax"
     dtypes = ("float32", "float64")
     summary = "JAX/XLA, sample loop compiled ahead of time (lax.fori_loop), float32 and float64"
 
-    def __init__(
-        self,
-        *,
-        scatter: str = DEFAULT_SCATTER,
-        unroll: int = 1,
-        chunk_blocks: int | None = None,
-        compiler_options: dict[str, Any] | None = None,
-    ) -> None:
-        self.compiler_options = compiler_options
-        if scatter not in SCATTER_STRATEGIES:
-            raise UsageError(f"unknown scatter strategy '{scatter}'; choose from: {', '.join(SCATTER_STRATEGIES)}")
-        self.scatter = scatter
-        self.unroll = max(1, int(unroll))
-        self.chunk_blocks = chunk_blocks
+    def __init__(self, **tuning: Any) -> None:
+        self.tuning = JaxTuning(**tuning)
+        if self.tuning.scatter not in SCATTER_STRATEGIES:
+            raise UsageError(
+                f"unknown scatter strategy '{self.tuning.scatter}'; choose from: {', '.join(SCATTER_STRATEGIES)}"
+            )
 
     def available(self) -> tuple[bool, str]:
         missing = [m for m in ("jax", "jaxlib") if importlib.util.find_spec(m) is None]
@@ -387,20 +415,10 @@ class JaxEngine(Engine):
         start = time.perf_counter()
         np_dtype = _loop.check_dtype(self.name, dtype, self.dtypes)
         se = _loop.resolve_sample_every(kernel, sample_every)
-        chunk = self.chunk_blocks or max(1, min(1000, PROBE_BUFFER_ELEMENTS // max(workload.size, 1)))
         with x64_mode(np_dtype):
-            ops: Any = JaxOps(np_dtype, scatter=self.scatter)
+            ops: Any = JaxOps(np_dtype, scatter=self.tuning.scatter)
             if ops_wrapper is not None:
                 ops = ops_wrapper(ops)
-            executor = JaxExecutor(
-                kernel,
-                workload,
-                np_dtype,
-                se,
-                ops,
-                chunk_blocks=chunk,
-                unroll=self.unroll,
-                compiler_options=self.compiler_options,
-            )
+            executor = JaxExecutor(kernel, workload, np_dtype, se, ops, self.tuning)
         executor.setup_s = time.perf_counter() - start
         return executor

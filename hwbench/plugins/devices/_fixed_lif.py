@@ -16,13 +16,18 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from hwbench.core.engine import Executor, RunOutput
-from hwbench.core.errors import UsageError
-from hwbench.core.kernel import Workload
+from hwbench.core.engines._loop import check_nsamples, merge_inputs, state_to_host
+from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.kernel import Kernel, Workload
+from hwbench.plugins.devices._emulated import EmulatedDevice
+
+if TYPE_CHECKING:
+    from hwbench.accuracy.profile import NumericsProfile
 
 _EXACT = 2.0**53
 
@@ -92,6 +97,14 @@ class FixedLayer(ABC):
         """One time step: synaptic input, neuron update, threshold and reset; returns new state."""
 
 
+def lif_counts(workload: Workload) -> tuple[int, int]:
+    """LIF neurons (hidden + output; input spikes are injected) and synapses of a LIF workload."""
+    a = workload.arrays
+    neurons = workload.size + a["w_out"].shape[1]
+    synapses = a["w_in"].size + a["w_out"].size + (a["w_rec"].size if "w_rec" in a else 0)
+    return int(neurons), int(synapses)
+
+
 def index_step(sums: Any, t: int) -> Any:
     """Row ``t`` of precomputed synaptic sums (a tuple of arrays or one array)."""
     return tuple(s[t] for s in sums) if isinstance(sums, tuple) else sums[t]
@@ -106,6 +119,9 @@ class FixedLifExecutor(Executor):
     computed once per call (they do not depend on the state).
     """
 
+    engine_name = "numpy"
+    dtype = "int64"  # the carrier of the chip's integers
+
     def __init__(self, kernel: Any, workload: Workload, layers: list[FixedLayer], *, detail: str = "") -> None:
         self.kernel = kernel
         self.workload = workload
@@ -114,18 +130,18 @@ class FixedLifExecutor(Executor):
         self.detail = detail
 
     def run(self, state: Any, inputs: dict[str, Any] | None, nsamples: int) -> RunOutput:
-        if isinstance(nsamples, bool) or not isinstance(nsamples, (int, np.integer)) or nsamples < 0:
-            raise UsageError(f"nsamples must be a non-negative integer, got {nsamples!r}")
-        x = self._input(inputs)
+        nsamples = check_nsamples(nsamples)
+        x = merge_inputs(self.kernel, self.workload, inputs, np.dtype(np.float64))["x"]
+        if not np.isin(x, (0.0, 1.0)).all():
+            raise UsageError("input 'x' must hold spikes (0 or 1) for a neuromorphic device")
+        x = x.astype(np.int64)
         n_steps = x.shape[0]
-        shapes = [np.shape(ref) for ref in self.workload.state0]
-        if not isinstance(state, (tuple, list)) or [np.shape(s) for s in state] != shapes:
-            raise UsageError(f"state must be a sequence of {len(shapes)} arrays shaped like state0: {shapes}")
+        state = state_to_host(state, np.dtype(np.float64), self.workload.state0)
         states = [layer.enter(d) for layer, d in zip(self.layers, self.kernel.split_state(state))]
-        total = int(nsamples) * self.sample_every
+        total = nsamples * self.sample_every
         first_ff = self.layers[0].input_ff(x) if total else None
         counts: Counter = Counter()
-        probes = np.zeros((int(nsamples), self.layers[-1].n), dtype=np.float64)
+        probes = np.zeros((nsamples, self.layers[-1].n), dtype=np.float64)
         for k in range(total):
             for j, layer in enumerate(self.layers):
                 ff = index_step(first_ff, k % n_steps) if j == 0 else layer.input_ff(states[j - 1]["z"])
@@ -136,22 +152,49 @@ class FixedLifExecutor(Executor):
         out_state = self.kernel.join_state([layer.leave(s) for layer, s in zip(self.layers, states)])
         return RunOutput(state=out_state, probes=probes, spikes=None, counters=dict(counts))
 
-    def _input(self, inputs: dict[str, Any] | None) -> np.ndarray:
-        default = self.workload.arrays["x"]
-        unknown = sorted(set(inputs or {}) - {"x"})
-        if unknown:
-            raise UsageError(f"kernel '{self.kernel.name}' has no input {', '.join(unknown)}; inputs: x")
-        x = np.asarray((inputs or {}).get("x", default))
-        if x.shape != default.shape:
-            raise UsageError(f"input 'x' must have shape {default.shape}, got {x.shape}")
-        if not np.isin(x, (0, 1)).all():
-            raise UsageError("input 'x' must hold spikes (0 or 1) for a neuromorphic device")
-        return x.astype(np.int64)
 
+class FixedLifDevice(EmulatedDevice):
+    """A neuromorphic device whose executor runs the LIF kernels in the chip's own integers.
 
-def timed_executor(build: Any) -> Executor:
-    """Call ``build()`` (quantisation of the network) and record its cost as ``setup_s``."""
-    start = time.perf_counter()
-    executor = build()
-    executor.setup_s = time.perf_counter() - start
-    return executor
+    Subclasses give the mapping's default parameters (``default_parameters``, also the profile's
+    overridable knobs), their check, and the layers; numerics profiles come from
+    ``profile_for`` as for every emulated device.
+    """
+
+    default_parameters: ClassVar[dict[str, Any]] = {}
+    model_name: ClassVar[str] = "integer model"  # what results name as the executor's detail
+
+    @abstractmethod
+    def check_parameters(self, params: dict[str, Any]) -> None:
+        """Raise a UsageError naming a mapping parameter that is out of range."""
+
+    @abstractmethod
+    def build_layers(self, kernel: Any, workload: Workload, mode: str, params: dict[str, Any]) -> list[FixedLayer]:
+        """Quantise the kernel's layers for ``mode`` (timed as setup)."""
+
+    def executor(
+        self,
+        kernel: Kernel,
+        workload: Workload,
+        *,
+        mode: str | None = None,
+        engine: str | None = None,
+        dtype: str | None = None,
+        profile: NumericsProfile | None = None,
+    ) -> Executor:
+        """The chip's integer model in numpy int64 (``engine`` and ``dtype`` do not apply).
+
+        ``profile`` (a user's own, or one with overrides) supplies the mapping parameters.
+        """
+        mode = mode or self.default_mode
+        base = self.numerics(mode)  # validates the mode
+        verdict = self.supports(kernel, workload, mode=mode)
+        if not verdict.ok:
+            raise UnavailableError(f"device '{self.name}' cannot run {kernel.name}: {verdict.reason}")
+        params = {**self.default_parameters, **(profile or base).parameters}
+        self.check_parameters(params)
+        start = time.perf_counter()
+        layers = self.build_layers(kernel, workload, mode, params)
+        executor = FixedLifExecutor(kernel, workload, layers, detail=f"{self.model_name} ({mode})")
+        executor.setup_s = time.perf_counter() - start
+        return executor

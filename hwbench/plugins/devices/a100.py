@@ -192,8 +192,11 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     notes = [
         "Elementwise operations stay IEEE fp32 (TensorRT's kTF32 flag affects inner products only); "
         f"confidence: documented ({TRT_TF32}).",
+        "io-ehh has no matrix product: TF32 reaches it only through its gap-junction gather / scatter-add, "
+        "and only if they are lowered to one-hot matrix products (parameter gather_as_matmul). hwbench's own "
+        "ONNX export (tf2onnx >= 1.17) emits Gather and ReduceSum for them, no MatMul.",
         "Not modelled: TensorRT's choice of kernels and fusions (it may pick a non-TF32 kernel where that is "
-        "faster) and summation order inside matrix products.",
+        "faster, and its fused pointwise exp is not published) and summation order inside matrix products.",
         XLA_CPU_NOTE,
         *notes,
     ]
@@ -261,7 +264,7 @@ class A100Device(EmulatedDevice):
             why = "no NVIDIA GPU found (/proc/driver/nvidia/gpus)"
         else:
             why = f"{gpus[0]} found, but neither JAX's CUDA plugin nor ONNX Runtime's TensorRT provider is installed"
-        return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per the A100 numerics profiles")
+        return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per its numerics profiles")
 
     def profile_for(self, mode: str) -> NumericsProfile:
         return build_profile(mode, resolve_knobs(self.name, KNOBS[mode], {}))

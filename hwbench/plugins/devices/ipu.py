@@ -236,7 +236,7 @@ class IpuDevice(EmulatedDevice):
         if real:
             return ProbeResult(status="real", reason=f"real: {real} (fp32 mode; fp16-sr is emulated)")
         why = "Graphcore TensorFlow not installed" if not tf_ipu_installed() else "no IPU attached or configured"
-        return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per the IPU numerics profiles")
+        return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per its numerics profiles")
 
     def profile_for(self, mode: str) -> NumericsProfile:
         return build_profile(mode, resolve_knobs(self.name, KNOBS[mode], {}))

@@ -12,7 +12,7 @@ Neuron (per compartment, per step; ``u`` current and ``v`` voltage are 24-bit si
     v = sign(y) (|y| >> 12) + u + bias,       y = v (4096 - dv)           then v saturates to +-(2^23 - 1)
     spike when v > (vth << 6); a spiking neuron's v is set to 0
 
-Float kernel -> Loihi (per layer; see ``compile_layer``): ``beta -> dv = rint(4096 (1 - beta))``,
+Float kernel -> Loihi (per layer; see :class:`LoihiLayer`): ``beta -> dv = rint(4096 (1 - beta))``,
 ``alpha -> du = rint(4096 (1 - alpha)) - 1`` (``lif``: ``du = 4095``, the current is just this
 step's input), threshold ``thr -> vth`` and one float unit of potential -> ``K = 64 vth / thr``
 integer units, weights -> 8-bit mantissas with a weight exponent in the dendritic-sum units
@@ -29,20 +29,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hwbench.core.device import Device, DeviceSpec, ProbeResult, Support
-from hwbench.core.engine import Executor
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
-from hwbench.plugins.devices._emulated import EmulatedDevice
 from hwbench.plugins.devices._fixed_lif import (
     FixedLayer,
-    FixedLifExecutor,
+    FixedLifDevice,
     int_sums,
     integer_weights,
+    lif_counts,
     saturate,
-    timed_executor,
     wrap,
 )
+from hwbench.plugins.kernels.lif import LIF_KERNELS
 
 if TYPE_CHECKING:
     from hwbench.accuracy.profile import NumericsProfile
@@ -64,7 +63,6 @@ VTH_SHIFT = ACT_SHIFT = 6
 VTH_MAX = (1 << 17) - 1
 A_IN_MIN, A_IN_MAX = -(1 << 15), (1 << 15) - 1
 WEIGHT_EXP_RANGE = (-8, 7)
-LIF_KERNELS = ("lif", "lif-current", "lif-recurrent")
 
 # capacity of one chip per mode: (neurons, synapses, source)
 CAPACITY = {
@@ -190,13 +188,19 @@ def choose_vth(w_ff: np.ndarray, thr: float, vth_max: int) -> int:
     return int(min(max(math.floor(thr * 2.0**e / m), 1), vth_max, VTH_MAX))
 
 
+_SUBTRACT_REASON = (
+    "Loihi's hard-wired LIF neuron sets v to 0 after a spike and cannot reset by subtracting the "
+    "threshold; build the workload with reset='zero' (e.g. make_workload(size, reset='zero'))"
+)
+
+
 class LoihiLayer(FixedLayer):
     """A LIF population with Dense synapses in Lava's bit-accurate arithmetic."""
 
     def __init__(self, layer: LifLayer, *, vth_max: int, a_in_overflow: str) -> None:
         if layer.reset != "zero":
             raise UnavailableError(_SUBTRACT_REASON)
-        self.name, self.n = layer.name, layer.n
+        self.n = layer.n
         self.dv = int(np.clip(np.rint(DECAY_UNITY * (1.0 - layer.beta)), 0, DECAY_UNITY - 1))
         alpha = 0.0 if layer.alpha is None else layer.alpha
         self.du = int(np.clip(np.rint(DECAY_UNITY * (1.0 - alpha)) - 1, 0, DECAY_UNITY - 1))
@@ -214,13 +218,6 @@ class LoihiLayer(FixedLayer):
         self._ff = integer_weights(self.w_ff)
         self.bias = 0
         self.a_in_overflow = a_in_overflow
-
-    def describe(self) -> dict[str, Any]:
-        """The integer parameters this layer runs with (shown in reports, used by tests)."""
-        d = {"du": self.du, "dv": self.dv, "vth": self.vth, "weight_exp": self.exp_ff, "units_per_float": self.k}
-        if self.has_rec:
-            d["weight_exp_rec"] = self.exp_rec
-        return d
 
     def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         z = state["z"].astype(np.int64)
@@ -254,18 +251,14 @@ class LoihiLayer(FixedLayer):
         return {"u": u, "v": v, "z": z}
 
 
-_SUBTRACT_REASON = (
-    "Loihi's hard-wired LIF neuron sets v to 0 after a spike and cannot reset by subtracting the "
-    "threshold; build the workload with reset='zero' (e.g. make_workload(size, reset='zero'))"
-)
-
-
 # ------------------------------------------------------------------------------------------
 # the device
 # ------------------------------------------------------------------------------------------
-class LoihiDevice(EmulatedDevice):
+class LoihiDevice(FixedLifDevice):
     """Intel Loihi (mode ``loihi``) and Loihi 2 (``loihi2``: same LIF arithmetic, larger chip)."""
 
+    default_parameters = DEFAULT_PARAMETERS
+    model_name = "Lava bit-accurate LIF"
     spec = DeviceSpec(
         name="loihi",
         vendor="Intel",
@@ -284,25 +277,22 @@ class LoihiDevice(EmulatedDevice):
         sources=[DAVIES, LOIHI2, LAVA_LIF, LAVA_DENSE],
     )
     modes = ("loihi", "loihi2")
-    looked_for = "Lava with a Loihi backend (python packages 'lava' + 'lava-loihi', or NxSDK 'nxsdk')"
+    looked_for = "Lava or NxSDK (python packages 'lava', 'nxsdk')"
 
     def probe(self) -> ProbeResult:
         found = [name for name in ("lava", "nxsdk") if importlib.util.find_spec(name) is not None]
-        hw = importlib.util.find_spec("lava.utils.loihi2_profiler") if "lava" in found else None
-        seen = f"found {', '.join(found)}" + (" with the Loihi extension" if hw else "") if found else "found neither"
+        seen = f"found {' and '.join(found)}, but hwbench has no path to Loihi hardware" if found else "not found"
         return ProbeResult(
             status="emulated",
-            reason=(
-                f"looked for {self.looked_for}: {seen}; hwbench has no path to Loihi hardware, so the "
-                "LIF kernels run in Lava's bit-accurate integer model (documented, not measured on silicon)"
-            ),
+            reason=f"{self.looked_for} {seen}; arithmetic emulated per Lava's bit-accurate LIF model "
+            "(documented, not measured on silicon)",
         )
 
     def profile_for(self, mode: str) -> NumericsProfile:
         return loihi_profile(mode, DEFAULT_PARAMETERS)
 
     def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
-        merged = EmulatedDevice.apply_overrides(self, profile, overrides)
+        merged = super().apply_overrides(profile, overrides)
         return loihi_profile(profile.mode, merged.parameters)
 
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
@@ -331,47 +321,12 @@ class LoihiDevice(EmulatedDevice):
             )
         return Support.yes(f"{neurons:,} of {cap_n:,} neurons, {synapses:,} of {cap_s:,} synapses on one {mode} chip")
 
-    def executor(
-        self,
-        kernel: Kernel,
-        workload: Workload,
-        *,
-        mode: str | None = None,
-        engine: str | None = None,
-        dtype: str | None = None,
-        profile: NumericsProfile | None = None,
-    ) -> Executor:
-        """The bit-accurate integer model (numpy int64; ``engine`` and ``dtype`` do not apply).
-
-        ``profile`` supplies the mapping parameters (``vth_max``, ``a_in_overflow``).
-        """
-        mode = mode or self.default_mode
-        if mode not in self.modes:
-            from hwbench.core.errors import unknown_name
-
-            raise unknown_name("mode of device 'loihi'", mode, self.modes)
-        verdict = self.supports(kernel, workload, mode=mode)
-        if not verdict.ok:
-            raise UnavailableError(f"device 'loihi' cannot run {kernel.name}: {verdict.reason}")
-        params = {**DEFAULT_PARAMETERS, **(profile.parameters if profile is not None else {})}
+    def check_parameters(self, params: dict[str, Any]) -> None:
         _check_parameters(params)
 
-        def build() -> Executor:
-            layers = [
-                LoihiLayer(layer, vth_max=int(params["vth_max"]), a_in_overflow=str(params["a_in_overflow"]))
-                for layer in kernel.layers(workload)  # type: ignore[attr-defined]
-            ]
-            return FixedLifExecutor(kernel, workload, layers, detail=f"Lava bit-accurate LIF model ({mode})")
-
-        return timed_executor(build)
-
-
-def lif_counts(workload: Workload) -> tuple[int, int]:
-    """LIF neurons (hidden + output; input spikes are injected) and synapses of a LIF workload."""
-    a = workload.arrays
-    neurons = workload.size + a["w_out"].shape[1]
-    synapses = a["w_in"].size + a["w_out"].size + (a["w_rec"].size if "w_rec" in a else 0)
-    return int(neurons), int(synapses)
+    def build_layers(self, kernel: Any, workload: Workload, mode: str, params: dict[str, Any]) -> list[FixedLayer]:
+        vth_max, overflow = int(params["vth_max"]), str(params["a_in_overflow"])
+        return [LoihiLayer(layer, vth_max=vth_max, a_in_overflow=overflow) for layer in kernel.layers(workload)]
 
 
 def _check_parameters(params: dict[str, Any]) -> None:

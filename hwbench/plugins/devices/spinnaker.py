@@ -35,21 +35,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hwbench.core.device import Device, DeviceSpec, ProbeResult, Support
-from hwbench.core.engine import Executor
-from hwbench.core.errors import UnavailableError, UsageError, unknown_name
+from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
-from hwbench.plugins.devices._emulated import EmulatedDevice
 from hwbench.plugins.devices._fixed_lif import (
     FixedLayer,
-    FixedLifExecutor,
+    FixedLifDevice,
     int_sums,
     integer_weights,
+    lif_counts,
     saturate,
-    timed_executor,
     wrap,
 )
-from hwbench.plugins.devices.loihi import LIF_KERNELS, lif_counts
+from hwbench.plugins.kernels.lif import LIF_KERNELS
 
 if TYPE_CHECKING:
     from hwbench.accuracy.profile import NumericsProfile
@@ -155,7 +153,7 @@ class SpinnakerLayer(FixedLayer):
                 f"beta = {layer.beta} needs R = 1/(1 - beta) >= 2^16, beyond an accum (|x| < 2^16): "
                 "sPyNNaker's closed-form LIF cannot integrate without leak"
             )
-        self.name, self.n = layer.name, layer.n
+        self.n = layer.n
         self.mul = mul_round_nearest if MODES[mode] == "round-nearest" else mul_truncate
         self.scale = float(params["voltage_scale"]) * ONE  # raw accum units per float unit
         self.exp_tc = round(layer.beta * ONE)
@@ -191,19 +189,6 @@ class SpinnakerLayer(FixedLayer):
         n_ff = layer.w_ff.shape[0]
         self._ff = integer_weights(both[:n_ff])
         self._rec = integer_weights(both[n_ff:]) if self.has_rec else None
-
-    def describe(self) -> dict[str, Any]:
-        """The integer parameters this layer runs with (shown in reports, used by tests)."""
-        return {
-            "exp_tc": self.exp_tc,
-            "r": self.r,
-            "thr": self.thr,
-            "decay": self.decay,
-            "init": self.init,
-            "shift_exc": self.shift_exc,
-            "shift_inh": self.shift_inh,
-            "units_per_float": self.scale,
-        }
 
     def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out = {"v": _to_raw(state["u"], self.scale), "z": state["z"].astype(np.int64)}
@@ -249,13 +234,15 @@ def _to_raw(x: np.ndarray, scale: float) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 # the device
 # ------------------------------------------------------------------------------------------
-class SpinnakerDevice(EmulatedDevice):
+class SpinnakerDevice(FixedLifDevice):
     """SpiNNaker1 through sPyNNaker: one SpiNN-5 board (48 chips) as the capacity model."""
 
+    default_parameters = DEFAULT_PARAMETERS
+    model_name = "sPyNNaker s16.15 LIF"
     spec = DeviceSpec(
         name="spinnaker",
-        vendor="University of Manchester (SpiNNaker1)",
-        model="SpiNNaker1 chip, 18 ARM968 cores (capacity model: one 48-chip SpiNN-5 board)",
+        vendor="University of Manchester",
+        model="SpiNNaker1 (18 ARM968 cores per chip; capacity: one 48-chip SpiNN-5 board)",
         kind="neuromorphic",
         memory="128 MB SDRAM per chip; 32 KB ITCM + 64 KB DTCM per core",
         memory_bytes=SDRAM_PER_CHIP,
@@ -264,7 +251,8 @@ class SpinnakerDevice(EmulatedDevice):
         clock_mhz="200",
         tdp_w=1.0,
         peak={
-            "cores": "18 ARM968 per chip (16 application, 1 monitor, 1 spare), no floating-point unit",
+            "cores": f"{CORES_PER_CHIP} ARM968 per chip ({APP_CORES} application, 1 monitor, 1 spare), "
+            "no floating-point unit",
             "neurons": f"{NEURONS_PER_CORE} LIF per core (sPyNNaker default), "
             f"{NEURONS_PER_CORE * APP_CORES * CHIPS_PER_BOARD:,} per SpiNN-5 board",
         },
@@ -272,27 +260,23 @@ class SpinnakerDevice(EmulatedDevice):
         sources=[FURBER, PAINKRAS, SPYNNAKER],
     )
     modes = tuple(MODES)
-    looked_for = "sPyNNaker (python package 'spynnaker') with a SpiNNaker machine configured in ~/.spynnaker.cfg"
+    looked_for = "sPyNNaker (python package 'spynnaker') and a machine in ~/.spynnaker.cfg"
 
     def probe(self) -> ProbeResult:
         if importlib.util.find_spec("spynnaker") is None:
             seen = "'spynnaker' is not installed"
         else:
-            cfg = Path.home() / ".spynnaker.cfg"
-            seen = f"'spynnaker' is installed, {'a' if cfg.exists() else 'no'} ~/.spynnaker.cfg"
+            cfg = "a" if (Path.home() / ".spynnaker.cfg").exists() else "no"
+            seen = f"'spynnaker' found ({cfg} ~/.spynnaker.cfg), but hwbench has no path to SpiNNaker boards"
         return ProbeResult(
-            status="emulated",
-            reason=(
-                f"looked for {self.looked_for}: {seen}; hwbench has no path to SpiNNaker boards, so the LIF "
-                "kernels run in sPyNNaker's s16.15 fixed-point arithmetic, emulated bit for bit"
-            ),
+            status="emulated", reason=f"{seen}; arithmetic emulated bit for bit per sPyNNaker's s16.15 LIF"
         )
 
     def profile_for(self, mode: str) -> NumericsProfile:
         return spinnaker_profile(mode, DEFAULT_PARAMETERS)
 
     def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
-        merged = EmulatedDevice.apply_overrides(self, profile, overrides)
+        merged = super().apply_overrides(profile, overrides)
         return spinnaker_profile(profile.mode, merged.parameters)
 
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
@@ -324,39 +308,16 @@ class SpinnakerDevice(EmulatedDevice):
             f"{neurons:,} of {cap_n:,} neurons, {synapses:,} of {cap_s:,} synapses on one SpiNN-5 board ({reset})"
         )
 
-    def executor(
-        self,
-        kernel: Kernel,
-        workload: Workload,
-        *,
-        mode: str | None = None,
-        engine: str | None = None,
-        dtype: str | None = None,
-        profile: NumericsProfile | None = None,
-    ) -> Executor:
-        """sPyNNaker's fixed-point model (numpy int64; ``engine`` and ``dtype`` do not apply).
-
-        ``profile`` supplies the mapping parameters (``voltage_scale``, ``ring_buffer_sigma``,
-        ``lif_source_rate``); ``mode`` picks the multiply's rounding.
-        """
-        mode = mode or self.default_mode
-        if mode not in MODES:
-            raise unknown_name("mode of device 'spinnaker'", mode, MODES)
-        verdict = self.supports(kernel, workload)
-        if not verdict.ok:
-            raise UnavailableError(f"device 'spinnaker' cannot run {kernel.name}: {verdict.reason}")
-        params = {**DEFAULT_PARAMETERS, **(profile.parameters if profile is not None else {})}
+    def check_parameters(self, params: dict[str, Any]) -> None:
         _check_parameters(params)
 
-        def build() -> Executor:
-            spec = kernel.layers(workload)  # type: ignore[attr-defined]
-            # spike probability of each layer's sources: the measured input rates, then the assumed LIF rate
-            rates = [workload.arrays["x"].mean(axis=0)]
-            rates += [np.full(lay.n, float(params["lif_source_rate"])) for lay in spec[:-1]]
-            layers = [SpinnakerLayer(lay, rates[j], mode=mode, params=params) for j, lay in enumerate(spec)]
-            return FixedLifExecutor(kernel, workload, layers, detail=f"sPyNNaker s16.15 LIF ({mode})")
-
-        return timed_executor(build)
+    def build_layers(self, kernel: Any, workload: Workload, mode: str, params: dict[str, Any]) -> list[FixedLayer]:
+        """``mode`` picks the multiply's rounding; each layer's ring-buffer shifts need the spike
+        probability of its sources: the measured input rates, then the assumed LIF rate."""
+        spec = kernel.layers(workload)
+        rates = [workload.arrays["x"].mean(axis=0)]
+        rates += [np.full(layer.n, float(params["lif_source_rate"])) for layer in spec[:-1]]
+        return [SpinnakerLayer(layer, rates[j], mode=mode, params=params) for j, layer in enumerate(spec)]
 
 
 def _check_parameters(params: dict[str, Any]) -> None:
@@ -403,7 +364,7 @@ def spinnaker_profile(mode: str, parameters: dict[str, Any]) -> NumericsProfile:
         ROUND_SRC
         if rounding != "floor"
         else (
-            "assumption: GCC stdfix accum multiply drops the low 15 bits (Hopkins et al. 2020); some libgcc "
+            f"assumption: a GCC stdfix accum multiply drops the low 15 bits ({MIKAITIS}); some libgcc "
             "versions round half up instead"
         )
     )
@@ -416,7 +377,11 @@ def spinnaker_profile(mode: str, parameters: dict[str, Any]) -> NumericsProfile:
         carrier="float64",
         ops={
             OpClass.STORE: OpNumerics(format=accum, source=SPYNNAKER + ": REAL is accum (s16.15)", confidence=doc),
-            OpClass.ADD: OpNumerics(format=accum, source="accum addition (non-saturating, wraps)", confidence=doc),
+            OpClass.ADD: OpNumerics(
+                format=accum,
+                source=f"{LIF_SRC}; assumption: plain (not _Sat) accum additions wrap modulo 2^32",
+                confidence=Confidence.ASSUMED,
+            ),
             OpClass.MUL: OpNumerics(
                 format=mul, source=mul_source, confidence=doc if rounding != "floor" else Confidence.ASSUMED
             ),

@@ -282,7 +282,7 @@ class TpuV3Device(EmulatedDevice):
         if real:
             return ProbeResult(status="real", reason=f"real: {real}")
         why = "libtpu is not installed" if importlib.util.find_spec("libtpu") is None else "no TPU device node"
-        return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per the TPU v3 numerics profiles")
+        return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per its numerics profiles")
 
     def profile_for(self, mode: str) -> NumericsProfile:
         return build_profile(mode, resolve_knobs(self.name, KNOBS, {}))

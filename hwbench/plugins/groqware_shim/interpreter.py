@@ -32,6 +32,8 @@ from hwbench.core.errors import UsageError
 from hwbench.plugins.groqware_shim.graph import attributes, topological
 
 BACKENDS = ("jax", "numpy")
+STATIC_RESULTS = ("Shape", "Size", "ConstantOfShape")
+"""Ops whose results are compile-time constants even when their inputs are run-time values."""
 ARG_CONSTANT_ELEMENTS = 4096
 """Constants larger than this are passed to the compiled program as arguments, not embedded."""
 
@@ -169,7 +171,7 @@ class GraphInterpreter:
             for name, value in zip(node.output, results):
                 if name:
                     env[name] = value
-                    if any(flags):
+                    if any(flags) and node.op_type not in STATIC_RESULTS:
                         dynamic.add(name)
         outs = {}
         for name in self.outputs:

@@ -82,10 +82,8 @@ class LifLayer:
 class _LifBase(Kernel):
     """Shared workload construction, layer stepping and state layout of the three variants."""
 
-    variant: str = "lif"
     has_current: bool = False
     recurrent: bool = False
-    default_size: int = DEFAULT_SIZE
 
     # overridable workload parameters and their defaults (alpha / recurrent_gain where they apply)
     def _defaults(self) -> dict[str, Any]:
@@ -300,7 +298,6 @@ class LifKernel(_LifBase):
 class LifCurrentKernel(_LifBase):
     """``lif-current``: current-based LIF with a decaying synaptic current (snnTorch ``Synaptic``)."""
 
-    variant = "lif-current"
     has_current = True
     info = _info(
         "lif-current",
@@ -312,7 +309,6 @@ class LifCurrentKernel(_LifBase):
 class LifRecurrentKernel(_LifBase):
     """``lif-recurrent``: LIF with all-to-all recurrent hidden weights (snnTorch ``RLeaky``)."""
 
-    variant = "lif-recurrent"
     recurrent = True
     info = _info(
         "lif-recurrent",

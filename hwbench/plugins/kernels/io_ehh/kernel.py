@@ -101,7 +101,7 @@ class IoEhhKernel(Kernel):
             )
             arrays = {"src": src, "tgt": tgt}
             meta.update(side=side, mean_degree=net["mean_degree"], rmax=min(net["rmax"], side / 2))
-            meta.update(ngj=int(len(src)), sorted_by="tgt")
+            meta.update(ngj=len(src), sorted_by="tgt")
         return Workload("io-ehh", size, meta, params, arrays, initial_state(size, np.random.default_rng(state_seq)))
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
@@ -158,7 +158,8 @@ def _parameter_value(key: str, value: Any, size: int) -> Any:
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise UsageError(f"io-ehh parameter '{key}' must be a number or an array of numbers, got {value!r:.60}") from None
+        message = f"io-ehh parameter '{key}' must be a number or an array of numbers, got {value!r:.60}"
+        raise UsageError(message) from None
     if arr.ndim == 0:
         return float(arr)
     if arr.shape != (size,):

@@ -1,0 +1,108 @@
+"""Short rounding sequences for the formats emulation meets most, bit-identical to round_float.
+
+:func:`hwbench.accuracy.rounding.round_float` handles every format with one general integer
+algorithm (per-element exponent, variable shift, overflow and subnormal fix-ups: about forty
+integer operations per element). Inside an emulated kernel *every* operation is followed by a
+rounding, so that cost multiplies the kernel's. Most emulated formats, though, keep the
+carrier's exponent range and only shorten the significand: bf16 and TF32 on an fp32 carrier,
+the GroqChip's "reduced-precision fp32". For those the target grid is the carrier's grid with
+the low ``d`` fraction bits cleared, for normals and subnormals alike, and overflow is the
+carrier's own (a carry out of the top binade gives the infinity bit pattern). Rounding is then
+a constant-shift integer sequence of three to six operations plus a NaN guard, which XLA fuses
+into the surrounding arithmetic.
+
+:func:`fast_rounder` returns such a rounder when the format qualifies and None otherwise (the
+caller uses round_float). The results are bit-identical to round_float for every input,
+stochastic rounding included (same random bits, same comparison); the tests check this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hwbench.accuracy.formats import FloatFormat, RoundingMode
+from hwbench.accuracy.random_bits import uniform_bits
+
+__all__ = ["fast_rounder"]
+
+# carrier -> (fraction bits, emin, emax, unsigned int dtype, float dtype)
+_CARRIERS = {
+    "float32": (23, -126, 127, np.uint32, np.float32),
+    "float64": (52, -1022, 1023, np.uint64, np.float64),
+}
+
+Rounder = Callable[..., Any]
+
+
+def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder | None:
+    """A rounder ``(xp, x, *, seed, counter, random_bits, index) -> rounded x``, or None.
+
+    Qualifying formats have the carrier's exponent range, IEEE specials and overflow, and
+    gradual underflow: only ``mantissa_bits`` differs. ``xp`` is numpy or jax.numpy.
+    """
+    m_c, emin, emax, udt, _ = _CARRIERS[carrier]
+    natural_max = float(np.ldexp(2.0 - np.ldexp(1.0, -fmt.mantissa_bits), emax))
+    if not (
+        fmt.emin == emin
+        and fmt.emax == emax
+        and fmt.subnormals == "keep"
+        and fmt.overflow == "inf"
+        and fmt.special == "ieee"
+        and (fmt.max_finite is None or fmt.max_finite == natural_max)
+        and fmt.mantissa_bits < m_c
+    ):
+        return None
+    d = m_c - fmt.mantissa_bits
+    width = np.dtype(udt).itemsize * 8
+    low = (1 << d) - 1
+    mask = ((1 << width) - 1) ^ low
+    sign = 1 << (width - 1)
+    inf = ((1 << (width - 1 - m_c)) - 1) << m_c
+
+    def rounder(xp: Any, x: Any, *, seed: int = 0, counter: Any = 0, random_bits: int = 32, index: Any = None) -> Any:
+        def u(c: int) -> Any:
+            return xp.asarray(c, dtype=udt)
+
+        b = _to_bits(xp, x, udt)
+        if mode is RoundingMode.NEAREST_EVEN:
+            r = (b + u(low >> 1) + ((b >> u(d)) & u(1))) & u(mask)
+        elif mode is RoundingMode.NEAREST_AWAY:
+            r = (b + u(1 << (d - 1))) & u(mask)
+        elif mode is RoundingMode.TOWARD_ZERO:
+            r = b & u(mask)
+        elif mode in (RoundingMode.UP, RoundingMode.DOWN):
+            away = (b & u(sign)) == u(0) if mode is RoundingMode.UP else (b & u(sign)) != u(0)
+            r = xp.where(away, b + u(low), b) & u(mask)
+        elif mode is RoundingMode.ODD:
+            r = (b & u(mask)) | xp.where((b & u(low)) != u(0), u(1 << d), u(0))
+        else:  # STOCHASTIC, as round_float: up when rand < floor(rem / 2^d * 2^nbits)
+            rand = uniform_bits(seed, counter, index, random_bits, xp=xp).astype(udt)
+            rem = b & u(low)
+            threshold = rem >> u(d - random_bits) if d >= random_bits else rem << u(random_bits - d)
+            r = (b & u(mask)) + xp.where(rand < threshold, u(1 << d), u(0))
+        r = xp.where((b & u(sign - 1)) > u(inf), b, r)  # NaN keeps its bits
+        return _from_bits(xp, r, x.dtype)
+
+    return rounder
+
+
+def _to_bits(xp: Any, x: Any, udt: Any) -> Any:
+    if xp is np:
+        arr = np.asarray(x)
+        return arr.reshape(1).view(udt).reshape(()) if arr.ndim == 0 else arr.view(udt)
+    from jax import lax
+
+    return lax.bitcast_convert_type(x, udt)
+
+
+def _from_bits(xp: Any, b: Any, dtype: Any) -> Any:
+    if xp is np:
+        arr = np.asarray(b)
+        out = arr.reshape(1).view(dtype).reshape(()) if arr.ndim == 0 else arr.view(dtype)
+        return out
+    from jax import lax
+
+    return lax.bitcast_convert_type(b, dtype)

@@ -1,0 +1,1 @@
+"""The shim's ``groq.runner``: :mod:`.tsp` runs compiled programs (``create_tsp_runner``)."""
