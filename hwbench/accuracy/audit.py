@@ -131,7 +131,7 @@ class Auditor:
         engine: str | None = None,
         sample_every: int | None = None,
     ) -> Trace:
-        support = device.supports(kernel, workload)
+        support = device.supports(kernel, workload, mode=mode)
         if not support.ok:
             raise UnavailableError(
                 f"device '{device.name}' cannot run {scenario.name} ({workload.size} cells): {support.reason}"
@@ -175,9 +175,9 @@ class Auditor:
         t_start = time.perf_counter()
         kernel = self.registry.kernel(KERNEL)
         cpu = self.registry.device("cpu")
-        resolved = [self._resolve(c) for c in candidates]
+        resolved, planned = self.preflight(candidates)
         protocol_reports = []
-        for name, scenario in scenarios(self.settings).items():
+        for name, scenario in planned.items():
             protocol_reports.append(self._protocol(name, scenario, kernel, cpu, resolved))
         overall = combine([p.verdict for p in protocol_reports])
         reasons = [
@@ -201,6 +201,22 @@ class Auditor:
             reasons=reasons,
             elapsed_s=time.perf_counter() - t_start,
         )
+
+    def preflight(self, candidates: list[Candidate]) -> tuple[list[tuple[Candidate, Device, str, Any]], dict]:
+        """Resolve every candidate and refuse, before minutes of reference runs, what cannot run."""
+        kernel = self.registry.kernel(KERNEL)
+        resolved = [self._resolve(c) for c in candidates]
+        planned = scenarios(self.settings)
+        for name, scenario in planned.items():
+            workload = scenario.make_workload(kernel)
+            for _, device, mode, _ in resolved:
+                support = device.supports(kernel, workload, mode=mode)
+                if not support.ok:
+                    raise UnavailableError(
+                        f"device '{device.name}' [{mode}] cannot run the {name} protocol "
+                        f"({workload.size} cells): {support.reason}"
+                    )
+        return resolved, planned
 
     def _resolve(self, c: Candidate) -> tuple[Candidate, Device, str, Any]:
         device = self.registry.device(c.device)

@@ -9,26 +9,9 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from hwbench.cli.common import parse_set
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
-
-
-def parse_set(values: tuple[str, ...]) -> dict[str, object]:
-    """``--set key=value``: numbers become int/float, everything else stays a string."""
-    out: dict[str, object] = {}
-    for item in values:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--set expects key=value, got '{item}'")
-        try:
-            value: object = int(raw)
-        except ValueError:
-            try:
-                value = float(raw)
-            except ValueError:
-                value = raw
-        out[key.strip()] = value
-    return out
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -101,6 +84,8 @@ def audit(devices, mode, sets, profile_path, protocols, quick, dt_refine, seed, 
         protocols=tuple(protocols) or ("validation", "stress"),
         engine=engine,
     )
+    auditor = Auditor(registry, settings)
+    auditor.preflight(candidates)
     tasks: dict[str, TaskID] = {}
     with Progress(
         TextColumn("{task.description:<44}"),
@@ -117,7 +102,7 @@ def audit(devices, mode, sets, profile_path, protocols, quick, dt_refine, seed, 
                 tasks[label] = progress.add_task(label, total=total)
             progress.advance(tasks[label], ms)
 
-        auditor = Auditor(registry, settings, tick)
+        auditor.progress = tick
         for label, total in auditor.planned_runs(candidates):
             tasks[label] = progress.add_task(label, total=total)
         report = auditor.run(candidates)

@@ -43,3 +43,21 @@ def device_option(default: str = "cpu"):
 mode_option = click.option("--mode", default=None, help="Numerics mode of the device (default: its first mode).")
 engine_option = click.option("--engine", default=None, help="Engine: jax, numpy, tensorflow, onnx (default: fastest).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON only on stdout.")
+
+
+def parse_set(values: tuple[str, ...]) -> dict[str, object]:
+    """``--set key=value``: numbers become int/float, everything else stays a string."""
+    out: dict[str, object] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set expects key=value, got '{item}'")
+        try:
+            value: object = int(raw)
+        except ValueError:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
+        out[key.strip()] = value
+    return out

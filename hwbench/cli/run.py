@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from hwbench.cli.common import device_option, engine_option, json_option, kernel_option, mode_option
+from hwbench.cli.common import device_option, engine_option, json_option, kernel_option, mode_option, parse_set
 from hwbench.cli.output import print_json, print_table, stderr
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Workload
@@ -37,6 +37,7 @@ def spike_lists(spikes: np.ndarray | None, sample_every: int) -> list[list[int]]
 @click.option("--unconnected", is_flag=True, help="No gap junctions.")
 @click.option("--ms", type=float, default=100.0, show_default=True, help="Biological time to simulate.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Kernel parameter override (e.g. reset=zero).")
 @click.option("--repeats", type=int, default=1, show_default=True, help="Timed repeats (minimum reported).")
 @click.option("--workload", "workload_file", type=click.Path(dir_okay=False), help="Load a saved workload (.npz).")
 @click.option("--save-workload", type=click.Path(dir_okay=False), help="Save the workload (.npz) for another machine.")
@@ -52,6 +53,7 @@ def run(
     unconnected: bool,
     ms: float,
     seed: int,
+    sets: tuple[str, ...],
     repeats: int,
     workload_file: str | None,
     save_workload: str | None,
@@ -76,6 +78,7 @@ def run(
         connected=not unconnected,
         seed=seed,
         workload=workload,
+        overrides=parse_set(sets),
     )
     if save_workload:
         prep.workload.save(save_workload)

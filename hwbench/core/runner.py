@@ -96,7 +96,7 @@ def prepare(
         workload = k.make_workload(size, connected=connected, seed=seed, **(overrides or {}))
     elif workload.kernel != k.name:
         raise UsageError(f"workload file is for kernel '{workload.kernel}', not '{k.name}'")
-    support = d.supports(k, workload)
+    support = d.supports(k, workload, mode=m)
     if not support.ok:
         raise UnavailableError(f"device '{d.name}' cannot run {k.name} ({workload.size:,} cells): {support.reason}")
     return Prepared(k, d, m, workload, probe.status)
