@@ -158,7 +158,7 @@ def assemble(aa_path: str | Path, output_iop: str | Path, *, name: str = "output
     return write_iop(output_iop, model, manifest)
 
 
-def compile(onnx_path: str | Path, out_dir: str | Path, **flags: Any) -> Path:  # noqa: A001 - the SDK's verb
+def compile(onnx_path: str | Path, out_dir: str | Path, **flags: Any) -> Path:
     """``groq-compiler`` then the assembler: ``<out_dir>/<name>.iop`` (and ``stats.json``).
 
     Flags: ``name`` (default ``output``), ``numerics`` (a NumericsProfile or its JSON; default
