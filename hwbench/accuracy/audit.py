@@ -12,8 +12,10 @@ rules live in :mod:`hwbench.accuracy.verdict`.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,7 @@ from hwbench.core.plugins import Registry
 
 KERNEL = "io-ehh"
 REFINE_FACTORS = (10, 100)
+BASE_RUNS = ("reference", "gold (CPU fp64)", "ensemble: reversed order", "ensemble: +1 ulp V0")
 
 
 @dataclass
@@ -50,6 +53,35 @@ class AuditSettings:
     seed: int = 0
     protocols: tuple[str, ...] = ("validation", "stress")
     engine: str | None = None  # engine for reference, gold and ensemble (default: fastest)
+
+
+@dataclass
+class Job:
+    """One run of a protocol: who runs what, in which role."""
+
+    label: str
+    role: str
+    device: Device
+    mode: str
+    workload: Workload
+    scenario: Scenario
+    profile: Any = None
+    engine: str | None = None
+    sample_every: int | None = None
+    refine: int = 1
+
+    def executor_key(self) -> tuple:
+        """Jobs with equal keys compile to the same program (only the initial state differs)."""
+        profile = None if self.profile is None else self.profile.to_json()
+        return (
+            self.device.name,
+            self.mode,
+            profile,
+            self.engine,
+            self.sample_every,
+            id(self.workload.params),
+            id(self.workload.arrays),
+        )
 
 
 @dataclass
@@ -117,54 +149,16 @@ class Auditor:
         self.progress = progress
         self.data: dict[str, ProtocolData] = {}
 
-    # --- one run -------------------------------------------------------------------------------
-    def _run(
-        self,
-        label: str,
-        device: Device,
-        mode: str,
-        kernel: Kernel,
-        workload: Workload,
-        scenario: Scenario,
-        *,
-        profile: Any = None,
-        engine: str | None = None,
-        sample_every: int | None = None,
-    ) -> Trace:
-        support = device.supports(kernel, workload, mode=mode)
-        if not support.ok:
-            raise UnavailableError(
-                f"device '{device.name}' cannot run {scenario.name} ({workload.size} cells): {support.reason}"
-            )
-        t0 = time.perf_counter()
-        executor = device.executor(
-            kernel, workload, mode=mode, engine=engine, profile=profile, sample_every=sample_every
-        )
-        setup = time.perf_counter() - t0
-        total = scenario.total_ms
-
-        def tick(ms: float) -> None:
-            if self.progress:
-                self.progress(label, ms, total)
-
-        trace = run_scenario(
-            executor, kernel, workload, scenario, label=label, check=state_checker(kernel), progress=tick
-        )
-        trace.setup_s = setup
-        trace.execution = device.probe().status
-        trace.detail = f"{executor.engine_name}" + (f" ({executor.detail})" if executor.detail else "")
-        return trace
-
     def planned_runs(self, candidates: list[Candidate]) -> list[tuple[str, float]]:
-        """(label, biological ms) of every run, for progress bars."""
-        runs = []
-        for name, sc in scenarios(self.settings).items():
-            labels = ["reference", "gold", "ensemble: reversed order", "ensemble: +1 ulp V0"]
-            labels += [self._cand_label(c) for c in candidates]
+        """(label, biological ms) of every run, for progress bars (labels as the runs report them)."""
+        labels = list(BASE_RUNS)
+        for c in candidates:
+            mode = c.mode or self.registry.device(c.device).default_mode
+            label = self._cand_label(Candidate(c.device, mode))
+            labels.append(label)
             if self.settings.dt_refine:
-                labels += [f"{self._cand_label(c)} dt/{k}" for c in candidates for k in REFINE_FACTORS]
-            runs += [(f"{name}: {lab}", sc.total_ms) for lab in labels]
-        return runs
+                labels += [f"{label} dt/{k}" for k in REFINE_FACTORS]
+        return [(f"{name}: {lab}", sc.total_ms) for name, sc in scenarios(self.settings).items() for lab in labels]
 
     @staticmethod
     def _cand_label(c: Candidate) -> str:
@@ -249,38 +243,35 @@ class Auditor:
         self.data[name] = data
         workload = scenario.make_workload(kernel)
         engine = self.settings.engine
-        p = f"{name}: "
-        ref = self._run(p + "reference", cpu, "fp32", kernel, workload, scenario, engine=engine)
-        if ref.violation:
-            raise UnavailableError(f"the CPU fp32 reference itself failed a hard check in {name}: {ref.violation}")
-        runs: list[tuple[str, str, Device, str, Trace, Any]] = [("reference", "reference", cpu, "fp32", ref, None)]
-        gold = self._run(p + "gold", cpu, "fp64", kernel, workload, scenario, engine=engine)
-        runs.append(("gold (CPU fp64)", "gold", cpu, "fp64", gold, None))
-        for lab, wl in (
-            ("ensemble: reversed order", reversed_sum_order(workload)),
-            ("ensemble: +1 ulp V0", perturbed_voltages(workload)),
-        ):
-            runs.append(
-                (
-                    lab,
-                    "ensemble",
-                    cpu,
-                    "fp32",
-                    self._run(p + lab, cpu, "fp32", kernel, wl, scenario, engine=engine),
-                    None,
-                )
-            )
+        jobs = [
+            Job("reference", "reference", cpu, "fp32", workload, scenario, engine=engine),
+            Job("gold (CPU fp64)", "gold", cpu, "fp64", workload, scenario, engine=engine),
+            Job(
+                "ensemble: reversed order",
+                "ensemble",
+                cpu,
+                "fp32",
+                reversed_sum_order(workload),
+                scenario,
+                engine=engine,
+            ),
+            Job("ensemble: +1 ulp V0", "ensemble", cpu, "fp32", perturbed_voltages(workload), scenario, engine=engine),
+        ]
         for cand, device, mode, profile in resolved:
             label = self._cand_label(Candidate(cand.device, mode))
-            trace = self._run(p + label, device, mode, kernel, workload, scenario, profile=profile)
-            if trace.violation and trace.checkpoints:
-                trace.violation = (
-                    self._forensics(device, mode, profile, kernel, workload, scenario, trace) or trace.violation
-                )
-            runs.append((label, "candidate", device, mode, trace, profile))
+            jobs.append(Job(label, "candidate", device, mode, workload, scenario, profile=profile))
             if self.settings.dt_refine:
-                for k in REFINE_FACTORS:
-                    runs.append(self._refined(device, mode, profile, kernel, scenario, k, label, p))
+                jobs += [self._refined(device, mode, profile, kernel, scenario, k, label) for k in REFINE_FACTORS]
+        traces = self._execute(f"{name}: ", kernel, jobs)
+        ref = traces["reference"]
+        if ref.violation:
+            raise UnavailableError(f"the CPU fp32 reference itself failed a hard check in {name}: {ref.violation}")
+        for job in jobs:
+            trace = traces[job.label]
+            if job.role == "candidate" and trace.violation and trace.checkpoints:
+                found = self._forensics(job.device, job.mode, job.profile, kernel, job.workload, scenario, trace)
+                trace.violation = found or trace.violation
+        runs = [(j.label, j.role, j.device, j.mode, traces[j.label], j.profile) for j in jobs]
 
         sample_ms = (kernel.info.dt_ms or 1.0) * kernel.info.sample_every
         summaries: list[RunSummary] = []
@@ -369,18 +360,79 @@ class Auditor:
         return out
 
     def _refined(
-        self, device: Device, mode: str, profile: Any, kernel: Kernel, scenario: Scenario, k: int, label: str, p: str
-    ) -> tuple[str, str, Device, str, Trace, Any]:
+        self, device: Device, mode: str, profile: Any, kernel: Kernel, scenario: Scenario, k: int, label: str
+    ) -> Job:
         """The candidate again at dt/k (samples still every 1 ms), as the study did for the GroqChip."""
         dt = kernel.info.dt_ms or 1.0
         refined = Scenario(**{**scenario.__dict__, "overrides": {**scenario.overrides, "dt": dt / k}})
-        workload = refined.make_workload(kernel)
-        lab = f"{label} dt/{k}"
-        trace = self._run(
-            p + lab, device, mode, kernel, workload, refined, profile=profile, sample_every=kernel.info.sample_every * k
+        return Job(
+            f"{label} dt/{k}",
+            "dt-refine",
+            device,
+            mode,
+            refined.make_workload(kernel),
+            refined,
+            profile=profile,
+            sample_every=kernel.info.sample_every * k,
+            refine=k,
         )
-        trace.refine = k
-        return (lab, "dt-refine", device, mode, trace, profile)
+
+    def _execute(self, prefix: str, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
+        """Build and run every job. Jobs that compile to the same program share one executor and run
+        one after another; different programs build and run in parallel threads (XLA releases the
+        GIL while compiling and executing, so every core works)."""
+        groups: dict[tuple, list[Job]] = {}
+        for job in jobs:
+            groups.setdefault(job.executor_key(), []).append(job)
+
+        def run_group(group: list[Job]) -> list[tuple[str, Trace]]:
+            first = group[0]
+            support = first.device.supports(kernel, first.workload, mode=first.mode)
+            if not support.ok:
+                raise UnavailableError(
+                    f"device '{first.device.name}' cannot run {first.scenario.name} "
+                    f"({first.workload.size} cells): {support.reason}"
+                )
+            t0 = time.perf_counter()
+            executor = first.device.executor(
+                kernel,
+                first.workload,
+                mode=first.mode,
+                engine=first.engine,
+                profile=first.profile,
+                sample_every=first.sample_every,
+            )
+            setup = time.perf_counter() - t0
+            execution = first.device.probe().status
+            out = []
+            for job in group:
+                label = prefix + job.label
+                total = job.scenario.total_ms
+
+                def tick(ms: float, label: str = label, total: float = total) -> None:
+                    if self.progress:
+                        self.progress(label, ms, total)
+
+                trace = run_scenario(
+                    executor,
+                    kernel,
+                    job.workload,
+                    job.scenario,
+                    label=job.label,
+                    check=state_checker(kernel),
+                    progress=tick,
+                )
+                trace.setup_s = setup if job is first else 0.0
+                trace.execution = execution
+                trace.detail = executor.engine_name + (f" ({executor.detail})" if executor.detail else "")
+                trace.refine = job.refine
+                out.append((job.label, trace))
+            return out
+
+        workers = max(1, min(len(groups), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(run_group, groups.values()))
+        return {label: trace for group in results for label, trace in group}
 
     def _forensics(
         self,

@@ -362,14 +362,24 @@ def round_fixed(
     counts non-finite values before converting). ``rounding`` defaults to ``fmt.rounding``.
     Stochastic rounding uses 32 random bits keyed by ``(seed, counter, flat index)``.
     """
-    from hwbench.accuracy.fixed import apply_overflow
-
     if not isinstance(fmt, FixedFormat):
         raise UsageError(f"round_fixed needs a FixedFormat, got {type(fmt).__name__}")
     rounding = rounding or fmt.rounding
-    y = np.ldexp(np.asarray(x, dtype=np.float64), fmt.frac_bits)
-    nan = np.isnan(y)
-    y = np.where(nan, 0.0, y)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _round_fixed_np(np.asarray(x, dtype=np.float64), fmt, rounding, seed, counter)
+
+
+def _round_fixed_np(x: np.ndarray, fmt: FixedFormat, rounding: str, seed: int, counter: Any) -> np.ndarray:
+    from hwbench.accuracy.fixed import apply_overflow
+
+    inf = np.isinf(x)
+    x_sign = np.sign(x)
+    x = np.where(np.isnan(x) | inf, 0.0, x)
+    if fmt.overflow == "wrap":
+        # reduce modulo 2^(total_bits - frac_bits) first (exact, keeps the sign and the fraction
+        # bits), so that x * 2^frac_bits cannot overflow float64 and wraps like the integer would
+        x = np.fmod(x, 2.0 ** (fmt.total_bits - fmt.frac_bits))
+    y = np.ldexp(x, fmt.frac_bits)
     t = np.trunc(y)
     f = y - t  # exact, in (-1, 1)
     if rounding == "toward-zero":
@@ -392,15 +402,13 @@ def round_fixed(
             f"unknown fixed-point rounding '{rounding}'; choose from: floor, nearest-away, nearest-even, "
             "nearest-up, stochastic, toward-zero."
         )
-    inf = np.isinf(y)
-    r = np.where(inf, 0.0, r)
     if fmt.overflow == "wrap":
         r = np.fmod(r, 2.0**fmt.total_bits)  # exact; |r| < 2^total_bits <= 2^63 fits int64
     else:
         r = np.clip(r, -(2.0**62), 2.0**62)  # saturated exactly below, in int64
     raw = apply_overflow(r.astype(np.int64), fmt)
-    raw = np.where(inf & (y > 0), fmt.raw_max, raw)
-    raw = np.where(inf & (y < 0), fmt.raw_min, raw)
+    raw = np.where(inf & (x_sign > 0), fmt.raw_max, raw)
+    raw = np.where(inf & (x_sign < 0), fmt.raw_min, raw)
     return raw.astype(np.int64)
 
 

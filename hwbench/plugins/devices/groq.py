@@ -1,0 +1,410 @@
+"""GroqChip TSP: fp32 adds and multiplies, reduced-precision everything else, one-hot gathers.
+
+What the profiles emulate (sources and the reasoning behind every assumption:
+``docs/devices/groq.md``):
+
+* The vector ALUs take 32-bit operands; "with the exception of additions and multiplications,
+  instructions are done in a reduced-precision FP32 format" (founding study, Sec. IV). So ADD
+  and MUL are IEEE fp32, and EXP, DIV (and reciprocal), POW and — reading the sentence as
+  written — COMPARE (min / max / select) round their results to a float with fp32's exponent
+  range and ``reduced_mantissa_bits`` fraction bits. No public source gives that width: it is
+  an assumed, overridable parameter (default 10, argued in the docs from the study's
+  observations), as are its rounding and whether comparisons are reduced.
+* The compiler lowers gather / scatter-add to dense one-hot matrix products on the matrix unit
+  (study), whose inputs are fp16 and whose accumulation is fp32 (TSP paper): ``gather`` with
+  ``lowering="one-hot-matmul"``, ``matmul_input`` fp16, ``matmul_accumulate`` fp32.
+* Mode ``fp32-exact-vector`` keeps only the matrix-unit part (a sensitivity mode: how much of
+  the deviation the one-hot gathers cause on their own).
+
+Two routes run a kernel here. ``emulate`` (default): the kernel on the fastest local engine
+under the profile's emulating ops. ``groqware`` (``engine="groqware"``, ``route="groqware"``,
+or ``HWBENCH_GROQ_ROUTE=groqware``; always taken with a real chip): the GroqChip toolchain's
+path — the kernel's fused sample block exported to ONNX by the ONNX engine's tf2onnx export,
+compiled with ``groq-compiler`` + assembler, run through ``groq.runner.tsp`` — with the real
+GroqWare SDK when present and otherwise :mod:`hwbench.plugins.groqware_shim`, which compiles
+(lowering included) and interprets the program with the same profile.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hwbench.accuracy.formats import RoundingMode, custom_float
+from hwbench.accuracy.presets import STUDY, STUDY_TABLE, XLA_CPU_NOTE, Knob, knob_notes, resolve_knobs
+from hwbench.accuracy.profile import Confidence, NumericsProfile, OpNumerics
+from hwbench.core.device import DeviceSpec, ProbeResult, Support
+from hwbench.core.engine import Executor, RunOutput, kernel_params
+from hwbench.core.errors import UsageError, unknown_name
+from hwbench.core.hookspecs import hookimpl
+from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.ops import OpClass
+from hwbench.plugins.devices._emulated import EmulatedDevice, emulated_executor
+from hwbench.plugins.groqware_shim import capacity
+from hwbench.plugins.groqware_shim.sdk import LOOKED_FOR, real_sdk_status
+
+if TYPE_CHECKING:
+    from hwbench.core.device import Device
+
+STUDY_SEC4 = (
+    f"{STUDY}, Sec. IV: 'Each ALU has a 32-bit input operand but with the exception of additions and "
+    "multiplications, instructions are done in a reduced-precision FP32 format'"
+)
+STUDY_LOWERING = f"{STUDY}: the Groq compiler lowered gather/scatter to dense one-hot matrix products"
+TSP_MXM = f"{capacity.TSP_PAPER}: the MXM multiplies fp16 (or int8) operands and accumulates in fp32 (or int32)"
+ARGONNE = (
+    "Argonne AI-accelerator evaluation (Emani et al., 'A Comprehensive Evaluation of Novel AI Accelerators for "
+    "Deep Learning Workloads', PMBS 2022): GroqCard 188 TFLOPS fp16, 750 TOPS int8, 230 MB SRAM, 80 TB/s on-chip"
+)
+
+MODES = ("default", "fp32-exact-vector")
+ROUTES = ("emulate", "groqware")
+ROUTE_ENV = "HWBENCH_GROQ_ROUTE"
+GROQWARE_ENGINE = "groqware"
+FAMILIES = ("conductance", "lif", "dl", "toy")
+"""Kernel families that are float arithmetic a tf2onnx export expresses (what the chip runs)."""
+
+REDUCED_MANTISSA_BITS = Knob(
+    10,
+    "fraction bits of the 'reduced-precision FP32 format' of the vector ALUs (fp32's 8-bit exponent range, "
+    "subnormals kept). Nobody published the width. 10 (the precision of TF32 and fp16) is argued from the "
+    "study's observations: the GroqChip's validation deviation was of the same mV order as TensorRT's TF32 "
+    "(10-bit) run, and its spike stress test diverged, which at dt = 0.025 ms needs exp(x) to round to exactly "
+    "1 near V = -25 mV (alpha_x's 0/0) in a few of the ~10^3-10^4 threshold crossings of the test: likely at "
+    "10 bits, unlikely at 16 or more (window ~7.5 * 2^-bits mV per crossing). Sweep it to see the sensitivity.",
+    f"{STUDY_SEC4}; width: assumption (docs/devices/groq.md)",
+    Confidence.ASSUMED,
+    kind="int",
+    minimum=1,
+    maximum=23,
+)
+REDUCED_ROUNDING = Knob(
+    "nearest-even",
+    "how reduced-precision results are rounded: 'nearest-even' (IEEE default) or 'toward-zero' (truncation, "
+    "common in approximate hardware units); unpublished.",
+    f"{STUDY_SEC4}; rounding: assumption",
+    Confidence.ASSUMED,
+    kind="choice",
+    choices=("nearest-even", "toward-zero"),
+)
+REDUCED_COMPARE = Knob(
+    True,
+    "whether min/max/select results also pass through the reduced format: the study's sentence exempts only "
+    "additions and multiplications, so the default reads it literally (only min(2e-5 Ca, 0.01) in io-ehh).",
+    f"{STUDY_SEC4}; reading: assumption",
+    Confidence.ASSUMED,
+    kind="bool",
+)
+KNOBS: dict[str, Knob] = {
+    "reduced_mantissa_bits": REDUCED_MANTISSA_BITS,
+    "reduced_rounding": REDUCED_ROUNDING,
+    "reduced_compare": REDUCED_COMPARE,
+}
+MODE_KNOBS: dict[str, dict[str, Knob]] = {"default": KNOBS, "fp32-exact-vector": {}}
+
+
+# ---------------------------------------------------------------------------------- profile
+def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
+    """The cited profile of ``mode`` for knob ``values`` (already checked by ``resolve_knobs``)."""
+    documented = Confidence.DOCUMENTED
+    fp32 = OpNumerics(format="fp32", source=STUDY_SEC4, confidence=documented)
+    ops: dict[OpClass, OpNumerics] = {
+        OpClass.ADD: fp32,
+        OpClass.MUL: fp32,
+        OpClass.STORE: OpNumerics(format="fp32", source=f"{STUDY_SEC4} (32-bit operands: fp32 state)",
+                                  confidence=documented),
+        OpClass.GATHER: OpNumerics(format="fp32", lowering="one-hot-matmul", source=STUDY_LOWERING,
+                                   confidence=documented),
+        OpClass.MATMUL_INPUT: OpNumerics(format="fp16", source=f"{TSP_MXM}; {STUDY_LOWERING}", confidence=documented),
+        OpClass.MATMUL_ACCUMULATE: OpNumerics(format="fp32", source=TSP_MXM, confidence=documented),
+    }
+    notes = [
+        "Vector unit: additions and multiplications in IEEE fp32 (study, Sec. IV); confidence: documented.",
+        "Matrix unit: gather/scatter-add lowered to one-hot matrix products, inputs rounded to fp16, fp32 "
+        "accumulation in ascending connection order (study; TSP paper); confidence: documented.",
+        "Not modelled: subnormal and overflow behaviour of the reduced format beyond IEEE conventions, and "
+        "approximation errors of the exp unit beyond the rounding to the reduced width.",
+        "The GroqChip ran a tf2onnx export in which TensorFlow's grappler had turned x / c by a constant into "
+        "x * (1/c), an IEEE multiplication on the chip; the emulate route rounds the kernel's source as written "
+        "(a DIV), the groqware route the exported graph (a MUL) — see docs/devices/groq.md.",
+        XLA_CPU_NOTE,
+    ]
+    if mode == "default":
+        bits = int(values["reduced_mantissa_bits"])
+        rounding = RoundingMode(values["reduced_rounding"])
+        reduced_fmt = custom_float(bits, -126, 127, name=f"groq-reduced-fp32-m{bits}")
+        reduced = OpNumerics(
+            format=reduced_fmt, rounding=rounding, source=REDUCED_MANTISSA_BITS.source, confidence=Confidence.ASSUMED
+        )
+        ops.update({OpClass.EXP: reduced, OpClass.DIV: reduced, OpClass.POW: reduced})
+        ops[OpClass.COMPARE] = reduced if values["reduced_compare"] else fp32
+        notes.insert(1, f"Vector unit, every other instruction (exp, division/reciprocal, pow"
+                        f"{', min/max/select' if values['reduced_compare'] else ''}): results rounded "
+                        f"({rounding.value}) to {bits} fraction bits with fp32's exponent range; confidence: assumed.")
+        description = (f"GroqChip TSP: fp32 add/mul, other vector ops at {bits}-bit reduced precision (assumed), "
+                       "gather/scatter as fp16 one-hot matrix products")
+    else:
+        ops.update({OpClass.EXP: fp32, OpClass.DIV: fp32, OpClass.POW: fp32, OpClass.COMPARE: fp32})
+        description = ("GroqChip TSP sensitivity mode: every vector op IEEE fp32; only the matrix unit's fp16 "
+                       "one-hot gather/scatter differs from the CPU")
+        notes.insert(1, "Sensitivity mode: the reduced-precision vector instructions are replaced by IEEE fp32 "
+                        "(not the chip's documented behaviour) to isolate the matrix unit's contribution.")
+    return NumericsProfile(
+        name=f"groq-{mode}",
+        device="groq",
+        mode=mode,
+        description=description,
+        ops=ops,
+        parameters=dict(values),
+        notes=[*notes, *knob_notes(MODE_KNOBS[mode], values)],
+    )
+
+
+# ---------------------------------------------------------------------------------- capacity
+class _OneHotCensus:
+    """Counts what a kernel step gathers and scatters (numpy, one step): the one-hot products."""
+
+    def __init__(self) -> None:
+        from hwbench.core.engines.numpy_engine import NumpyOps
+
+        self.ops = NumpyOps(np.float32)
+        self.uses: list[capacity.OneHotUse] = []
+        self._keys: dict[int, str] = {}
+
+    def _key(self, kind: str, index: Any, shape: tuple[int, int]) -> str:
+        arr = np.asarray(index)
+        digest = self._keys.setdefault(id(index), str(hash(arr.tobytes())))
+        return f"{kind}:{shape}:{digest}"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ops, name)
+
+    def gather(self, x: Any, index: Any) -> Any:
+        rows, cols = int(np.shape(x)[-1]), int(np.size(index))
+        self.uses.append(capacity.OneHotUse("gather", rows, cols, self._key("gather", index, (rows, cols))))
+        return self.ops.gather(x, index)
+
+    def scatter_add(self, values: Any, index: Any, size: int) -> Any:
+        rows, cols = int(np.size(index)), int(size)
+        self.uses.append(capacity.OneHotUse("scatter", rows, cols, self._key("scatter", index, (rows, cols))))
+        return self.ops.scatter_add(values, index, size)
+
+
+def footprint(kernel: Kernel, workload: Workload, steps: int) -> capacity.Footprint:
+    """The capacity model's view of ``workload`` compiled as a program of ``steps`` fused steps."""
+    states = workload.state0 if isinstance(workload.state0, (tuple, list)) else [workload.state0]
+    inputs = kernel.default_inputs(workload)
+    streamed = sum(int(np.size(s)) for s in states)
+    streamed += sum(int(np.size(v)) for v in inputs.values() if np.asarray(v).dtype.kind == "f")
+    constants = sum(4 * int(np.size(v)) for v in workload.params.values() if np.ndim(v) > 0)
+    constants += sum(4 * int(np.size(v)) for v in workload.arrays.values() if np.asarray(v).dtype.kind == "f")
+    uses: list[capacity.OneHotUse] = []
+    if any(np.asarray(v).dtype.kind in "iu" and np.size(v) for v in workload.arrays.values()):
+        census = _OneHotCensus()
+        params = kernel_params(workload, lambda a: np.asarray(a, np.float32), np.asarray)
+        state: Any = tuple(np.asarray(s, np.float32) for s in states)
+        state = state if isinstance(workload.state0, (tuple, list)) else state[0]
+        with np.errstate(all="ignore"):
+            kernel.step(census, state, params, {k: np.asarray(v) for k, v in inputs.items()}, 0)
+        uses = census.uses * steps
+    return capacity.Footprint(uses, constants, streamed, int(workload.size))
+
+
+# ------------------------------------------------------------------------------------ device
+class GroqDevice(EmulatedDevice):
+    """The founding study's GroqChip (GroqCard), through the GroqWare SDK or its emulation."""
+
+    spec = DeviceSpec(
+        name="groq",
+        vendor="Groq",
+        model="GroqChip TSP (GroqCard)",
+        kind="lpu",
+        memory="230 MB on-chip SRAM (220 MiB usable)",
+        memory_bytes=capacity.SRAM_BYTES,
+        process_nm=14,
+        transistors_bn=26.8,
+        clock_mhz="900",
+        tdp_w=None,
+        peak={
+            "fp16": "188 TFLOPS (Argonne evaluation)",
+            "int8": "750 TOPS (Argonne evaluation)",
+            "on-chip bandwidth": "80 TB/s (Argonne evaluation)",
+        },
+        software="Groq SDK 0.9.1, tf2onnx 1.13, ONNX opset 16 (study); here: the GroqWare SDK if installed, "
+        "else the hwbench GroqWare shim",
+        sources=[STUDY_TABLE, ARGONNE],
+    )
+    modes = MODES
+    looked_for = LOOKED_FOR
+
+    def __init__(self, route: str | None = None, shim_backend: str | None = None) -> None:
+        chosen = route or os.environ.get(ROUTE_ENV) or "emulate"
+        if chosen not in ROUTES:
+            raise unknown_name("route of device 'groq'", chosen, ROUTES)
+        self.route = chosen
+        self.shim_backend = shim_backend
+
+    # --- availability ------------------------------------------------------------------------
+    def detect_real(self) -> str | None:
+        usable, detail = real_sdk_status()
+        return detail if usable else None
+
+    def probe(self) -> ProbeResult:
+        usable, detail = real_sdk_status()
+        if usable:
+            return ProbeResult(status="real", reason=f"real: {detail}")
+        return ProbeResult(
+            status="emulated",
+            reason=f"{detail}; looked for {LOOKED_FOR}. Arithmetic emulated per the GroqChip numerics profile "
+            f"(route '{self.route}')",
+        )
+
+    # --- numerics ----------------------------------------------------------------------------
+    def profile_for(self, mode: str) -> NumericsProfile:
+        return build_profile(mode, resolve_knobs(self.name, MODE_KNOBS[mode], {}))
+
+    def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
+        knobs = MODE_KNOBS.get(profile.mode, {})
+        current = {k: v for k, v in profile.parameters.items() if k in knobs}
+        try:
+            values = resolve_knobs(self.name, knobs, {**current, **overrides})
+        except UsageError as exc:
+            if not knobs:
+                raise UsageError(f"mode '{profile.mode}' of device 'groq' has no settable parameters "
+                                 f"({', '.join(sorted(overrides))} given); they belong to mode 'default'") from None
+            raise exc
+        return build_profile(profile.mode, values)
+
+    # --- capacity ----------------------------------------------------------------------------
+    def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
+        """Float kernels within 220 MiB of SRAM and the one-hot instruction budget (see capacity)."""
+        family = kernel.info.family
+        if family not in FAMILIES:
+            return Support.no(
+                f"kernel family '{family}' has no GroqChip mapping: the chip runs float32 ONNX graphs exported "
+                f"from TensorFlow (supported families: {', '.join(FAMILIES)}); run it on a device built for it"
+            )
+        if workload is None:
+            return Support.yes("capacity (220 MiB SRAM, one-hot instruction budget) is checked for a built workload")
+        steps = int(meta.get("sample_every") or kernel.info.sample_every)
+        fp = footprint(kernel, workload, steps)
+        problem = capacity.problem(fp)
+        if problem:
+            return Support.no(problem)
+        return Support.yes(
+            f"{capacity.mib(fp.sram_bytes)} of {capacity.mib(capacity.SRAM_BYTES)} SRAM; {fp.tiles:,} of "
+            f"{capacity.tile_budget():,} one-hot MXM weight tiles per {steps}-step program"
+        )
+
+    # --- execution ---------------------------------------------------------------------------
+    def executor(
+        self,
+        kernel: Kernel,
+        workload: Workload,
+        *,
+        mode: str | None = None,
+        engine: str | None = None,
+        dtype: str | None = None,
+        profile: NumericsProfile | None = None,
+        sample_every: int | None = None,
+    ) -> Executor:
+        mode = mode or self.default_mode
+        if dtype not in (None, "float32"):
+            raise UsageError(f"device 'groq' computes in float32 (with reduced-precision units); got dtype '{dtype}'")
+        real = self.detect_real() is not None and profile is None
+        if engine == GROQWARE_ENGINE or self.route == "groqware" or (real and sample_every is None):
+            return self.groqware_executor(kernel, workload, profile or self.numerics(mode), sample_every=sample_every)
+        return emulated_executor(kernel, workload, profile or self.numerics(mode), engine=engine,
+                                 sample_every=sample_every)
+
+    def real_executor(
+        self, kernel: Kernel, workload: Workload, mode: str, engine: str | None, dtype: str | None
+    ) -> Executor:
+        return self.groqware_executor(kernel, workload, self.numerics(mode))
+
+    def groqware_executor(
+        self, kernel: Kernel, workload: Workload, profile: NumericsProfile, *, sample_every: int | None = None,
+        allow_real: bool = True,
+    ) -> GroqProgramExecutor:
+        """Export -> compile -> run, through the GroqWare SDK when usable, else the shim."""
+        from hwbench.core.engines.onnx_engine import export_block
+        from hwbench.core.engines.tf_engine import build_block
+        from hwbench.plugins.groqware_shim.sdk import load_sdk
+
+        sdk = load_sdk(allow_real=allow_real)
+        start = time.perf_counter()
+        block = build_block(kernel, workload, dtype="float32", sample_every=sample_every, ops_wrapper=None)
+        model = export_block(block)
+        tmp = tempfile.TemporaryDirectory(prefix="hwbench-groq-")
+        build_dir = Path(tmp.name)
+        import onnx
+
+        onnx.save_model(model, str(build_dir / "block.onnx"))
+        iop = sdk.compile(build_dir / "block.onnx", build_dir, name="output", numerics=profile, large_program=True)
+        kwargs = {} if sdk.real or self.shim_backend is None else {"backend": self.shim_backend}
+        program = sdk.tsp.create_tsp_runner(str(iop), **kwargs)
+        executor = GroqProgramExecutor(block, program, sdk.name, tmp, profile)
+        executor.run(workload.state0, kernel.default_inputs(workload), 1)  # first call compiles: setup
+        executor.global_step = 0
+        executor.setup_s = time.perf_counter() - start
+        return executor
+
+
+class GroqProgramExecutor(Executor):
+    """Runs a compiled GroqChip program once per sample block, as the study's runners did.
+
+    ``build_dir`` holds ``block.onnx`` (the export), ``output.iop`` (the program) and
+    ``stats.json`` (compile statistics: nodes lowered, one-hot bytes, SRAM use) for as long as
+    the executor lives. Counters are not available on this route (``RunOutput.counters`` empty).
+    """
+
+    def __init__(self, block: Any, program: Any, sdk_name: str, tmp: Any, profile: NumericsProfile) -> None:
+        self.block = block
+        self.program = program
+        self.engine_name = sdk_name
+        self.dtype = "float32"
+        self.detail = f"{'emulating ' + profile.name + ', ' if sdk_name != 'groqware' else ''}tf2onnx export"
+        self.global_step = 0
+        self._tmp = tmp
+        self.build_dir = Path(tmp.name)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        import json
+
+        path = self.build_dir / "stats.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
+        from hwbench.core.engines.tf_engine import host_inputs, host_state, pack_state
+
+        b = self.block
+        nsamples = int(nsamples)
+        if nsamples < 0:
+            raise UsageError(f"nsamples must be >= 0, got {nsamples}")
+        cur = host_state(b, state)
+        feeds = {f"in_{k}".lower(): v for k, v in host_inputs(b, inputs).items()}
+        probes = np.zeros((nsamples, b.ncells), np.float32)
+        spikes = np.full((nsamples, b.ncells), -1, np.int16) if b.has_spikes else None
+        takes = {n.lower() for n in getattr(self.program, "input_names", ["t0", "g0"])}
+        for k in range(nsamples):
+            step = {f"state_{i}": s for i, s in enumerate(cur)}
+            step["t0"] = np.asarray(k * b.sample_every, np.int32)
+            step["g0"] = np.asarray(self.global_step + k * b.sample_every, np.int32)
+            out = self.program(**feeds, **{key: v for key, v in step.items() if key in takes or key.startswith("state")})
+            cur = [np.asarray(out[f"new_state_{i}"], np.float32) for i in range(len(cur))]
+            probes[k] = out["probe"]
+            if spikes is not None:
+                spikes[k] = out["spikes"]
+        self.global_step += nsamples * b.sample_every
+        return RunOutput(state=pack_state(b, cur), probes=probes, spikes=spikes, counters={})
+
+
+@hookimpl
+def hwbench_devices() -> list[Device]:
+    return [GroqDevice()]
