@@ -167,6 +167,9 @@ class Auditor:
     # --- the whole audit -----------------------------------------------------------------------
     def run(self, candidates: list[Candidate]) -> AuditReport:
         t_start = time.perf_counter()
+        from hwbench.core.engines.jax_cache import enable_compilation_cache
+
+        enable_compilation_cache()
         kernel = self.registry.kernel(KERNEL)
         cpu = self.registry.device("cpu")
         resolved, planned = self.preflight(candidates)

@@ -149,7 +149,7 @@ class FloatFormat(BaseModel, frozen=True):
         """
         a = np.abs(np.asarray(x, dtype=np.float64))
         _, e = np.frexp(a)  # a = m * 2^e with m in [0.5, 1) -> binade exponent e - 1
-        e = np.maximum(e - 1, self.emin)
+        e = np.where(a == 0, self.emin, np.maximum(e - 1, self.emin))
         out = np.ldexp(1.0, e - self.mantissa_bits)
         out = np.where(np.isfinite(a), out, np.nan)
         return out if out.ndim else float(out)

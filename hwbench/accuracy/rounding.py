@@ -168,7 +168,7 @@ def _round_bits(xp: Any, bits: Any, p: _Plan, rand: Any = None, random_bits: int
 
     mode = p.mode
     if mode is RoundingMode.NEAREST_EVEN:
-        inc = (rem > half) | ((rem == half) & q_odd)
+        inc = (rem > half) | (rem == half)
     elif mode is RoundingMode.NEAREST_AWAY:
         inc = rem >= half
     elif mode is RoundingMode.TOWARD_ZERO:

@@ -104,6 +104,9 @@ def prepare(
 
 def build(prep: Prepared, *, engine: str | None = None, dtype: str | None = None) -> tuple[Executor, float]:
     """Build the executor; returns it and the wall time building took (setup)."""
+    from hwbench.core.engines.jax_cache import enable_compilation_cache
+
+    enable_compilation_cache()
     t0 = time.perf_counter()
     executor = prep.device.executor(prep.kernel, prep.workload, mode=prep.mode, engine=engine, dtype=dtype)
     return executor, time.perf_counter() - t0

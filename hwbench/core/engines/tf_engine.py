@@ -1,231 +1,271 @@
 """The TensorFlow engine: one sample block (``sample_every`` steps) fused into one XLA call.
 
-This is the founding study's own execution path (``tf.function(jit_compile=True)`` with 40
-steps unrolled per call, the host looping over calls), kept as the published baseline that the
-JAX engine is compared against. The block graph built here is also what the ONNX engine exports
-through tf2onnx, so both engines run literally the same computation.
+This is the founding study's own execution path (``tf.function(jit_compile=True)`` running 40
+steps per call, the host looping over calls and reading the probe after each), kept as the
+published baseline that the JAX engine is compared against.
+
+The block's steps run in an XLA ``While`` loop by default. The study unrolled them in Python
+(``for _ in range(40)``); ``TensorFlowEngine(unroll=True)`` does that too, but XLA's CPU
+compile time grows steeply with an unrolled io-ehh block (minutes on 2 cores) and the rolled
+loop ran faster, so rolled is the default. Either way one call advances one sample block.
+
+:class:`KernelGraph` (one kernel step as TensorFlow ops, plus spike and counter bookkeeping) is
+shared with the ONNX engine, so both engines run the same computation.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params
+from hwbench.core.engines import _loop
 from hwbench.core.engines.tf_ops import TfOps, import_tf, tf_available
-from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.errors import UnavailableError
 from hwbench.core.kernel import Kernel, Workload
 
 SUPPORTED_DTYPES = ("float32", "float64")
 
 
 @dataclass
-class BlockGraph:
-    """A kernel's sample block as a function of flat, named tensors (what XLA and tf2onnx need).
+class KernelGraph:
+    """One kernel step on TensorFlow tensors, with what the block around it needs.
 
-    Inputs, in order: the state arrays (``state_0``, ...), the kernel inputs (``in_<key>``),
-    ``t0`` (the call-local index of the block's first step) and ``g0`` (its global index, for
-    stepped ops). ``fn`` returns a dict: ``new_state_<i>``, ``probe``, and where applicable
-    ``spikes`` (int16 step offsets, -1 for none) and ``counters`` (int32 sums over the block).
+    The state travels as a list of arrays (``parts``: one for a single-array state, one per
+    element of a tuple state). ``first`` holds, per cell, the step offset of the first upward
+    spike-threshold crossing in the current block (-1: none yet); ``counts`` the summed counters
+    of stepped ops. Either is ``None`` when the kernel has no spike rule / the ops are not stepped.
     """
 
-    fn: Callable[..., dict[str, Any]]
-    input_names: list[str]
-    signature: list[Any]
+    kernel: Kernel
+    workload: Workload
+    ops: Any
+    stepped: bool
+    dtype: str
+    np_dtype: np.dtype
+    sample_every: int
     state_is_seq: bool
     state_shapes: list[tuple[int, ...]]
     input_keys: list[str]
     input_shapes: dict[str, tuple[int, ...]]
-    input_dtypes: dict[str, np.dtype]
-    np_dtype: np.dtype
-    sample_every: int
     ncells: int
     counter_names: tuple[str, ...]
-    has_spikes: bool
+
+    @property
+    def has_spikes(self) -> bool:
+        return self.kernel.spike_rule is not None
+
+    # signatures ---------------------------------------------------------------------------------
+    def data_specs(self) -> list[Any]:
+        """TensorSpecs of the state arrays then the kernel inputs (named ``state_i``, ``in_<key>``)."""
+        tf = import_tf()
+        specs = [tf.TensorSpec(s, self.dtype, name=f"state_{i}") for i, s in enumerate(self.state_shapes)]
+        specs += [tf.TensorSpec(self.input_shapes[k], self.dtype, name=f"in_{k}") for k in self.input_keys]
+        return specs
+
+    def split(self, flat: tuple[Any, ...]) -> tuple[list[Any], dict[str, Any], list[Any]]:
+        """Flat tensors -> (state parts, inputs dict, the rest)."""
+        ns, ni = len(self.state_shapes), len(self.input_keys)
+        return list(flat[:ns]), dict(zip(self.input_keys, flat[ns : ns + ni])), list(flat[ns + ni :])
+
+    # pieces of the traced computation -----------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """Parameters and connectivity as graph constants (call inside the traced function).
+
+        Constants, not inputs: XLA sees fixed gather/scatter indices, and the ONNX model is
+        self-contained (ONNX Runtime folds the index arithmetic of the scatter into constants).
+        """
+        tf = import_tf()
+        return kernel_params(
+            self.workload,
+            lambda a: tf.constant(np.asarray(a, dtype=self.np_dtype)),
+            lambda a: tf.constant(np.asarray(a, dtype=np.int32)),
+        )
+
+    def initial_carry(self) -> tuple[Any, Any]:
+        tf = import_tf()
+        first = tf.fill([self.ncells], tf.constant(_loop.NO_SPIKE, tf.int32)) if self.has_spikes else None
+        counts = tf.zeros([len(self.counter_names)], tf.int32) if self.stepped else None
+        return first, counts
+
+    def step(
+        self,
+        parts: list[Any],
+        inputs: dict[str, Any],
+        params: dict[str, Any],
+        t0: Any,
+        g0: Any,
+        i: Any,
+        first: Any,
+        counts: Any,
+    ) -> tuple[list[Any], Any, Any]:
+        """Step ``i`` of the block (``t0 + i`` in the call, ``g0 + i`` globally)."""
+        tf = import_tf()
+        ops, kernel = self.ops, self.kernel
+        old = parts
+        state: Any = tuple(parts) if self.state_is_seq else parts[0]
+        if self.stepped:
+            ops.begin_step(g0 + i)
+            state = ops.load(state)
+        state = kernel.step(ops, state, params, inputs, t0 + i)
+        if self.stepped:
+            state = ops.store(state)
+            counts = counts + tf.cast(ops.end_step(), tf.int32)
+        new = list(state) if self.state_is_seq else [state]
+        rule = kernel.spike_rule
+        if rule is not None:
+            row_old, row_new = self._row(old, rule.row), self._row(new, rule.row)
+            up = tf.logical_and(row_old < rule.threshold, row_new >= rule.threshold)
+            first = tf.where(tf.logical_and(first < 0, up), i, first)
+        return new, first, counts
+
+    def _row(self, parts: list[Any], row: int) -> Any:
+        return parts[row] if self.state_is_seq else parts[0][row]
+
+    def probe(self, parts: list[Any]) -> Any:
+        tf = import_tf()
+        return tf.identity(self.kernel.probe(tuple(parts) if self.state_is_seq else parts[0]))
 
 
-def check_dtype(engine: str, dtype: str) -> None:
-    if dtype not in SUPPORTED_DTYPES:
-        raise UsageError(f"engine '{engine}' does not run {dtype}; it runs: {', '.join(SUPPORTED_DTYPES)}")
-
-
-def build_block(
+def kernel_graph(
     kernel: Kernel,
     workload: Workload,
     *,
     dtype: str,
     sample_every: int | None,
     ops_wrapper: OpsWrapper | None,
-) -> BlockGraph:
-    """Trace-ready Python function for one block, with parameters embedded as constants.
-
-    Parameters and connectivity become graph constants (created inside the traced function), so
-    XLA sees fixed gather/scatter indices and the exported ONNX model is self-contained: nothing
-    but state and inputs crosses the host boundary per call.
-    """
-    tf = import_tf()
-    se = int(sample_every if sample_every is not None else kernel.info.sample_every)
-    if se < 1:
-        raise UsageError(f"sample_every must be >= 1, got {se}")
+) -> KernelGraph:
+    """Describe a kernel/workload for tracing: shapes from ``state0`` and ``default_inputs``."""
+    se = _loop.resolve_sample_every(kernel, sample_every)
     np_dtype = np.dtype(dtype)
     raw = TfOps(dtype)
     ops: Any = ops_wrapper(raw) if ops_wrapper is not None else raw
     stepped = isinstance(ops, SteppedOps)
-    counter_names = tuple(ops.counter_names) if stepped else ()
-
     state0 = workload.state0
     state_is_seq = isinstance(state0, (tuple, list))
     states = [np.asarray(s) for s in (state0 if state_is_seq else [state0])]
     inputs0 = {k: np.asarray(v) for k, v in kernel.default_inputs(workload).items()}
-    input_keys = sorted(inputs0)
-    input_dtypes = {k: (v.dtype if v.dtype.kind in "iub" else np_dtype) for k, v in inputs0.items()}
-    rule = kernel.spike_rule
-
-    signature = [tf.TensorSpec(s.shape, dtype, name=f"state_{i}") for i, s in enumerate(states)]
-    signature += [tf.TensorSpec(inputs0[k].shape, input_dtypes[k], name=f"in_{k}") for k in input_keys]
-    signature += [tf.TensorSpec([], tf.int32, name="t0"), tf.TensorSpec([], tf.int32, name="g0")]
-    nstate = len(states)
-
-    def to_float(a: np.ndarray) -> Any:
-        return tf.constant(np.asarray(a, dtype=np_dtype))
-
-    def to_int(a: np.ndarray) -> Any:
-        return tf.constant(np.asarray(a, dtype=np.int32))
-
-    def block(*flat: Any) -> dict[str, Any]:
-        state: Any = tuple(flat[:nstate]) if state_is_seq else flat[0]
-        inputs = dict(zip(input_keys, flat[nstate : nstate + len(input_keys)]))
-        t0, g0 = flat[-2], flat[-1]
-        params = kernel_params(workload, to_float, to_int)
-        first = counts = None
-        if rule is not None:
-            first = tf.fill(tf.shape(state[rule.row]), tf.constant(-1, tf.int32))
-        if stepped:
-            counts = tf.zeros([len(counter_names)], tf.int32)
-        for i in range(se):  # unrolled: the published protocol fuses the block into one graph
-            old = state
-            if stepped:
-                ops.begin_step(g0 + i)
-                state = ops.load(state)
-            state = kernel.step(ops, state, params, inputs, t0 + i)
-            if stepped:
-                state = ops.store(state)
-                counts = counts + tf.cast(ops.end_step(), tf.int32)
-            state = tuple(state) if state_is_seq else state
-            if rule is not None:
-                up = tf.logical_and(old[rule.row] < rule.threshold, state[rule.row] >= rule.threshold)
-                first = tf.where(tf.logical_and(first < 0, up), tf.constant(i, tf.int32), first)
-        out = {f"new_state_{i}": s for i, s in enumerate(state if state_is_seq else [state])}
-        out["probe"] = tf.identity(kernel.probe(state))
-        if first is not None:
-            out["spikes"] = tf.cast(first, tf.int16)
-        if counts is not None:
-            out["counters"] = counts
-        return out
-
-    return BlockGraph(
-        fn=block,
-        input_names=[s.name for s in signature],
-        signature=signature,
-        state_is_seq=state_is_seq,
-        state_shapes=[s.shape for s in states],
-        input_keys=input_keys,
-        input_shapes={k: v.shape for k, v in inputs0.items()},
-        input_dtypes=input_dtypes,
+    return KernelGraph(
+        kernel=kernel,
+        workload=workload,
+        ops=ops,
+        stepped=stepped,
+        dtype=dtype,
         np_dtype=np_dtype,
         sample_every=se,
+        state_is_seq=state_is_seq,
+        state_shapes=[s.shape for s in states],
+        input_keys=sorted(inputs0),
+        input_shapes={k: v.shape for k, v in inputs0.items()},
         ncells=int(workload.size),
-        counter_names=counter_names,
-        has_spikes=rule is not None,
+        counter_names=tuple(ops.counter_names) if stepped else (),
     )
 
 
-def host_state(block: BlockGraph, state: Any) -> list[np.ndarray]:
-    """The caller's state as contiguous arrays of the working dtype, checked against the build."""
-    parts = list(state) if block.state_is_seq else [state]
-    if len(parts) != len(block.state_shapes):
-        raise UsageError(f"state has {len(parts)} arrays; the executor was built for {len(block.state_shapes)}")
-    out = []
-    for i, (part, shape) in enumerate(zip(parts, block.state_shapes)):
-        arr = np.ascontiguousarray(part, dtype=block.np_dtype)
-        if arr.shape != shape:
-            raise UsageError(f"state array {i} has shape {arr.shape}; the executor was built for {shape}")
-        out.append(arr)
-    return out
+# host-side conversions shared by both engines (checks come from _loop, as in every engine) -----
+def host_parts(kg: KernelGraph, state: Any) -> list[np.ndarray]:
+    """The caller's state as a list of contiguous working-dtype arrays, checked against state0."""
+    host = _loop.state_to_host(state, kg.np_dtype, kg.workload.state0)
+    return list(host) if kg.state_is_seq else [host]
 
 
-def host_inputs(block: BlockGraph, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Inputs broadcast to the shapes compiled in (scalars allowed), in the compiled dtypes."""
-    extra = sorted(set(inputs) - set(block.input_keys))
-    if extra:
-        allowed = ", ".join(block.input_keys) or "none"
-        raise UsageError(f"unknown kernel input(s) {', '.join(extra)}; this kernel takes: {allowed}")
-    missing = sorted(set(block.input_keys) - set(inputs))
-    if missing:
-        raise UsageError(f"missing kernel input(s): {', '.join(missing)}")
-    out = {}
-    for key in block.input_keys:
-        try:
-            value = np.broadcast_to(np.asarray(inputs[key], dtype=block.input_dtypes[key]), block.input_shapes[key])
-        except ValueError:
-            raise UsageError(
-                f"input '{key}' has shape {np.shape(inputs[key])}; expected {block.input_shapes[key]} or a scalar"
-            ) from None
-        out[key] = np.ascontiguousarray(value)
-    return out
+def host_inputs(kg: KernelGraph, inputs: dict[str, Any] | None) -> list[np.ndarray]:
+    """The kernel inputs (defaults where not given), in the graph's input order."""
+    merged = _loop.merge_inputs(kg.kernel, kg.workload, inputs, kg.np_dtype)
+    return [merged[k] for k in kg.input_keys]
 
 
-def pack_state(block: BlockGraph, parts: list[np.ndarray]) -> Any:
-    return tuple(parts) if block.state_is_seq else parts[0]
+def pack_state(kg: KernelGraph, parts: list[np.ndarray]) -> Any:
+    return tuple(parts) if kg.state_is_seq else parts[0]
+
+
+def sum_blocks(kg: KernelGraph, per_block: list[np.ndarray]) -> np.ndarray:
+    """Counter totals over the blocks of a call (int64: a long run overflows int32 counts)."""
+    width = len(kg.counter_names)
+    return np.asarray(per_block, dtype=np.int64).reshape(len(per_block), width).sum(axis=0)
+
+
+def global_step(done: int, offset: int) -> int:
+    """The global step index as the int32 the graph takes (wraps like the JAX engine's)."""
+    return (done + offset) % (1 << 31)
+
+
+# the TensorFlow block and executor --------------------------------------------------------------
+def tf_block(kg: KernelGraph, *, unroll: bool) -> Any:
+    """The block as a Python function of flat tensors (``*data, t0, g0``) returning a dict."""
+    tf = import_tf()
+    se = kg.sample_every
+
+    def block(*flat: Any) -> dict[str, Any]:
+        parts, inputs, (t0, g0) = kg.split(flat)
+        params = kg.params()
+        first, counts = kg.initial_carry()
+        if unroll:
+            for i in range(se):
+                parts, first, counts = kg.step(parts, inputs, params, t0, g0, tf.constant(i), first, counts)
+        else:
+            has_first, has_counts = first is not None, counts is not None
+            extras = [x for x in (first, counts) if x is not None]
+
+            def body(i: Any, parts: list[Any], *extras: Any) -> tuple[Any, ...]:
+                it = iter(extras)
+                f = next(it) if has_first else None
+                c = next(it) if has_counts else None
+                parts, f, c = kg.step(parts, inputs, params, t0, g0, i, f, c)
+                return (i + 1, parts, *[x for x in (f, c) if x is not None])
+
+            out = tf.while_loop(lambda i, *_: i < se, body, (tf.constant(0), parts, *extras), maximum_iterations=se)
+            parts, rest = out[1], list(out[2:])
+            first = rest.pop(0) if has_first else None
+            counts = rest.pop(0) if has_counts else None
+        result = {f"new_state_{j}": p for j, p in enumerate(parts)}
+        result["probe"] = kg.probe(parts)
+        if first is not None:
+            result["spikes"] = tf.cast(first, tf.as_dtype(_loop.SPIKE_DTYPE))
+        if counts is not None:
+            result["counters"] = counts
+        return result
+
+    return block
 
 
 class TfExecutor(Executor):
     """Calls the XLA-compiled block ``nsamples`` times from the host, as the study did."""
 
-    def __init__(self, block: BlockGraph, fn: Any, tf: Any) -> None:
-        self.block = block
+    def __init__(self, kg: KernelGraph, fn: Any) -> None:
+        self.graph = kg
         self._fn = fn
-        self._tf = tf
-        self.global_step = 0  # steps run so far by this executor (seeds stepped ops)
+        self.global_step = 0  # steps this executor has run (the stepped ops' global step index)
 
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
-        tf, b = self._tf, self.block
-        nsamples = int(nsamples)
-        if nsamples < 0:
-            raise UsageError(f"nsamples must be >= 0, got {nsamples}")
-        cur = [tf.constant(s) for s in host_state(b, state)]
-        ins = [tf.constant(v) for v in host_inputs(b, inputs).values()]
+        tf, kg = import_tf(), self.graph
+        nsamples = _loop.check_nsamples(nsamples)
+        se = kg.sample_every
+        cur = [tf.constant(s) for s in host_parts(kg, state)]
+        ins = [tf.constant(v) for v in host_inputs(kg, inputs)]
         probes, spikes, counts = [], [], []
         for k in range(nsamples):
-            t0 = tf.constant(k * b.sample_every, tf.int32)
-            g0 = tf.constant(self.global_step + k * b.sample_every, tf.int32)
-            out = self._fn(*cur, *ins, t0, g0)
-            cur = [out[f"new_state_{i}"] for i in range(len(cur))]
+            t0 = tf.constant(k * se, tf.int32)
+            out = self._fn(*cur, *ins, t0, tf.constant(global_step(self.global_step, k * se), tf.int32))
+            cur = [out[f"new_state_{j}"] for j in range(len(cur))]
             probes.append(out["probe"])
-            if b.has_spikes:
+            if kg.has_spikes:
                 spikes.append(out["spikes"])
-            if b.counter_names:
+            if kg.stepped:
                 counts.append(out["counters"])
-        self.global_step += nsamples * b.sample_every
+        self.global_step += nsamples * se
+        empty = (0, kg.ncells)
         return RunOutput(
-            state=pack_state(b, [s.numpy() for s in cur]),
-            probes=np.stack([p.numpy() for p in probes]) if probes else np.zeros((0, b.ncells), b.np_dtype),
-            spikes=(np.stack([s.numpy() for s in spikes]) if spikes else np.zeros((0, b.ncells), np.int16))
-            if b.has_spikes
+            state=pack_state(kg, [s.numpy() for s in cur]),
+            probes=np.stack([p.numpy() for p in probes]) if probes else np.zeros(empty, kg.np_dtype),
+            spikes=(np.stack([s.numpy() for s in spikes]) if spikes else np.zeros(empty, _loop.SPIKE_DTYPE))
+            if kg.has_spikes
             else None,
-            counters=sum_counters(b.counter_names, [c.numpy() for c in counts]),
+            counters=_loop.counters_dict(kg.counter_names, sum_blocks(kg, [c.numpy() for c in counts])),
         )
-
-
-def sum_counters(names: tuple[str, ...], per_block: list[np.ndarray]) -> dict[str, int]:
-    if not names:
-        return {}
-    total = np.sum(np.asarray(per_block, dtype=np.int64).reshape(-1, len(names)), axis=0)
-    return {name: int(v) for name, v in zip(names, total)}
 
 
 class TensorFlowEngine(Engine):
@@ -233,7 +273,10 @@ class TensorFlowEngine(Engine):
 
     name = "tensorflow"
     dtypes = SUPPORTED_DTYPES
-    summary = "TensorFlow XLA, sample block fused per call (the founding study's path)"
+    summary = "TensorFlow XLA, one sample block (40 steps for io-ehh) per compiled call"
+
+    def __init__(self, *, unroll: bool = False) -> None:
+        self.unroll = unroll
 
     def available(self) -> tuple[bool, str]:
         return tf_available()
@@ -247,16 +290,19 @@ class TensorFlowEngine(Engine):
         sample_every: int | None = None,
         ops_wrapper: OpsWrapper | None = None,
     ) -> Executor:
-        check_dtype(self.name, dtype)
+        _loop.check_dtype(self.name, dtype, self.dtypes)
         ok, reason = self.available()
         if not ok:
             raise UnavailableError(f"engine '{self.name}' is not available here: {reason}")
         tf = import_tf()  # importing the library is not part of setup
         start = time.perf_counter()
-        block = build_block(kernel, workload, dtype=dtype, sample_every=sample_every, ops_wrapper=ops_wrapper)
-        fn = tf.function(block.fn, input_signature=block.signature, jit_compile=True, reduce_retracing=True)
-        executor = TfExecutor(block, fn, tf)
-        # Compile now (XLA compiles on the first call) so that setup_s holds all of it.
+        kg = kernel_graph(kernel, workload, dtype=dtype, sample_every=sample_every, ops_wrapper=ops_wrapper)
+        signature = [*kg.data_specs(), tf.TensorSpec([], tf.int32, name="t0"), tf.TensorSpec([], tf.int32, name="g0")]
+        # autograph off: kernels have no data-dependent Python control flow (the Kernel contract),
+        # and converting them costs more than tracing them.
+        fn = tf.function(tf_block(kg, unroll=self.unroll), input_signature=signature, jit_compile=True, autograph=False)
+        executor = TfExecutor(kg, fn)
+        # XLA compiles on the first call: make it here, so that setup_s holds all of it.
         executor.run(workload.state0, kernel.default_inputs(workload), 1)
         executor.global_step = 0
         executor.setup_s = time.perf_counter() - start

@@ -332,14 +332,15 @@ class GroqDevice(EmulatedDevice):
         allow_real: bool = True,
     ) -> GroqProgramExecutor:
         """Export -> compile -> run, through the GroqWare SDK when usable, else the shim."""
-        from hwbench.core.engines.onnx_engine import export_block
-        from hwbench.core.engines.tf_engine import build_block
+        from hwbench.core.engines.onnx_engine import export_step, unroll_block
+        from hwbench.core.engines.tf_engine import kernel_graph
         from hwbench.plugins.groqware_shim.sdk import load_sdk
 
         sdk = load_sdk(allow_real=allow_real)
         start = time.perf_counter()
-        block = build_block(kernel, workload, dtype="float32", sample_every=sample_every, ops_wrapper=None)
-        model = export_block(block)
+        # the ONNX engine's export: one tf2onnx step, chained into a loop-free fused block
+        kg = kernel_graph(kernel, workload, dtype="float32", sample_every=sample_every, ops_wrapper=None)
+        model = unroll_block(export_step(kg), kg)
         tmp = tempfile.TemporaryDirectory(prefix="hwbench-groq-")
         build_dir = Path(tmp.name)
         import onnx
@@ -348,7 +349,7 @@ class GroqDevice(EmulatedDevice):
         iop = sdk.compile(build_dir / "block.onnx", build_dir, name="output", numerics=profile, large_program=True)
         kwargs = {} if sdk.real or self.shim_backend is None else {"backend": self.shim_backend}
         program = sdk.tsp.create_tsp_runner(str(iop), **kwargs)
-        executor = GroqProgramExecutor(block, program, sdk.name, tmp, profile)
+        executor = GroqProgramExecutor(kg, program, sdk.name, tmp, profile)
         executor.run(workload.state0, kernel.default_inputs(workload), 1)  # first call compiles: setup
         executor.global_step = 0
         executor.setup_s = time.perf_counter() - start
@@ -363,8 +364,8 @@ class GroqProgramExecutor(Executor):
     the executor lives. Counters are not available on this route (``RunOutput.counters`` empty).
     """
 
-    def __init__(self, block: Any, program: Any, sdk_name: str, tmp: Any, profile: NumericsProfile) -> None:
-        self.block = block
+    def __init__(self, graph: Any, program: Any, sdk_name: str, tmp: Any, profile: NumericsProfile) -> None:
+        self.graph = graph
         self.program = program
         self.engine_name = sdk_name
         self.dtype = "float32"
@@ -381,28 +382,30 @@ class GroqProgramExecutor(Executor):
         return json.loads(path.read_text()) if path.is_file() else {}
 
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
-        from hwbench.core.engines.tf_engine import host_inputs, host_state, pack_state
+        from hwbench.core.engines import _loop
+        from hwbench.core.engines.tf_engine import global_step, host_inputs, host_parts, pack_state
 
-        b = self.block
-        nsamples = int(nsamples)
-        if nsamples < 0:
-            raise UsageError(f"nsamples must be >= 0, got {nsamples}")
-        cur = host_state(b, state)
-        feeds = {f"in_{k}".lower(): v for k, v in host_inputs(b, inputs).items()}
-        probes = np.zeros((nsamples, b.ncells), np.float32)
-        spikes = np.full((nsamples, b.ncells), -1, np.int16) if b.has_spikes else None
+        kg = self.graph
+        nsamples = _loop.check_nsamples(nsamples)
+        se = kg.sample_every
+        cur = host_parts(kg, state)
         takes = {n.lower() for n in getattr(self.program, "input_names", ["t0", "g0"])}
+        # an input the step never reads is not in the exported model
+        feeds = {f"in_{k}".lower(): v for k, v in zip(kg.input_keys, host_inputs(kg, inputs))}
+        feeds = {k: v for k, v in feeds.items() if k in takes}
+        probes = np.zeros((nsamples, kg.ncells), np.float32)
+        spikes = np.full((nsamples, kg.ncells), _loop.NO_SPIKE, _loop.SPIKE_DTYPE) if kg.has_spikes else None
         for k in range(nsamples):
-            step = {f"state_{i}": s for i, s in enumerate(cur)}
-            step["t0"] = np.asarray(k * b.sample_every, np.int32)
-            step["g0"] = np.asarray(self.global_step + k * b.sample_every, np.int32)
-            out = self.program(**feeds, **{key: v for key, v in step.items() if key in takes or key.startswith("state")})
-            cur = [np.asarray(out[f"new_state_{i}"], np.float32) for i in range(len(cur))]
+            step = {f"state_{j}": s for j, s in enumerate(cur)}
+            step["t0"] = np.asarray(k * se, np.int32)
+            step["g0"] = np.asarray(global_step(self.global_step, k * se), np.int32)
+            out = self.program(**feeds, **{key: v for key, v in step.items() if key in takes})
+            cur = [np.asarray(out[f"new_state_{j}"], np.float32) for j in range(len(cur))]
             probes[k] = out["probe"]
             if spikes is not None:
                 spikes[k] = out["spikes"]
-        self.global_step += nsamples * b.sample_every
-        return RunOutput(state=pack_state(b, cur), probes=probes, spikes=spikes, counters={})
+        self.global_step += nsamples * se
+        return RunOutput(state=pack_state(kg, cur), probes=probes, spikes=spikes, counters={})
 
 
 @hookimpl

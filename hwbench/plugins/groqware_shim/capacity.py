@@ -32,7 +32,10 @@ STUDY = (
     "Landsmeer, Engelen, Miedema, Strydis, 'Tricking AI chips into simulating the human brain: a detailed "
     "performance analysis', Neurocomputing (2024) 127953"
 )
-TSP_PAPER = "Abts et al., 'Think Fast: A Tensor Streaming Processor (TSP) for Accelerating Deep Learning Workloads', ISCA 2020"
+TSP_PAPER = (
+    "Abts et al., 'Think Fast: A Tensor Streaming Processor (TSP) for Accelerating Deep Learning Workloads', "
+    "ISCA 2020"
+)
 
 SRAM_BYTES = 220 * 2**20
 """Usable on-chip memory (study, Table I: 230 MB SRAM, 220 MiB usable memory modules)."""

@@ -20,7 +20,9 @@ import numpy as np
 from hwbench.core.errors import UsageError
 
 # Ops whose outputs are not a function of their inputs: never folded.
-NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+NONDETERMINISTIC = {
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"
+}
 
 
 def one_line(text: str) -> str:

@@ -6,10 +6,10 @@ emulated array, ``Exp`` -> ``ops.exp``, ``MatMul`` -> ``ops.matmul``, ...), so e
 rounded per its op class by :mod:`hwbench.accuracy.emulate`, exactly as the fast emulation route
 rounds the kernel's own Python code. Two ways to run the same interpretation:
 
-* ``backend="jax"``: the whole graph is traced once into one XLA program (``jax.jit``); the
-  rounding arithmetic is fused into it. Slow to compile for big graphs, fast to run.
-* ``backend="numpy"``: node by node with numpy (no compile step); the quick start for small
-  programs and tests.
+* ``backend="numpy"`` (the runner's default): node by node with numpy, no compile step.
+* ``backend="jax"``: the whole graph traced once into one XLA program (``jax.jit``), rounding
+  fused in. Fast to run but slow to compile: fine for short blocks, impractical for the 40-step
+  io-ehh block (~12,000 nodes; XLA did not finish within 15 minutes on a 2-core host).
 
 Which values are rounded: everything computed from the program's inputs ("run time" values) is
 chip arithmetic and rounded per op class; arithmetic among constants alone is what a compiler
@@ -75,7 +75,7 @@ def _np_dtype(elem_type: int) -> np.dtype:
 class GraphInterpreter:
     """Evaluates one ONNX graph; :meth:`compile` turns it into a callable on named numpy arrays."""
 
-    def __init__(self, model: Any, profile: Any = None, *, backend: str = "jax") -> None:
+    def __init__(self, model: Any, profile: Any = None, *, backend: str = "numpy") -> None:
         from onnx import numpy_helper
 
         if backend not in BACKENDS:
@@ -84,14 +84,14 @@ class GraphInterpreter:
         self.backend = backend
         self.profile = profile
         self.constants = {i.name: numpy_helper.to_array(i) for i in g.initializer}
-        self.inputs = {i.name: _np_dtype(i.type.tensor_type.elem_type) for i in g.input if i.name not in self.constants}
-        self.input_shapes = {
-            i.name: tuple(d.dim_value for d in i.type.tensor_type.shape.dim)
-            for i in g.input if i.name not in self.constants
-        }
+        graph_inputs = [i for i in g.input if i.name not in self.constants]
+        self.inputs = {i.name: _np_dtype(i.type.tensor_type.elem_type) for i in graph_inputs}
+        self.input_shapes = {i.name: tuple(d.dim_value for d in i.type.tensor_type.shape.dim) for i in graph_inputs}
         self.outputs = [o.name for o in g.output]
         self.nodes = topological(g.node, set(self.constants) | set(self.inputs))
-        unsupported = sorted({n.op_type for n in self.nodes if n.op_type not in SUPPORTED or n.domain not in ("", "ai.onnx")})
+        unsupported = sorted(
+            {n.op_type for n in self.nodes if n.op_type not in SUPPORTED or n.domain not in ("", "ai.onnx")}
+        )
         if unsupported:
             raise UsageError(
                 f"the GroqWare-shim runner cannot execute ONNX op(s) {', '.join(unsupported)}; it runs: "
@@ -100,15 +100,21 @@ class GraphInterpreter:
         floats = [dt for dt in self.inputs.values() if dt.kind == "f"]
         self.dtype = np.dtype(floats[0]) if floats else np.dtype(np.float32)
         if backend == "jax" and self.dtype != np.float32:
-            raise UsageError(f"the jax backend of the GroqWare-shim runner runs float32 programs; this one is {self.dtype}"
-                             " (use backend='numpy')")
+            raise UsageError(
+                f"the jax backend of the GroqWare-shim runner runs float32 programs; this one is {self.dtype} "
+                "(use backend='numpy')"
+            )
         self._attrs = [attributes(n) for n in self.nodes]
 
     # --- running ---------------------------------------------------------------------------
     def compile(self) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
         """A callable from named input arrays to named output arrays (jit-compiled on first call)."""
         if self.backend == "numpy":
-            return lambda feeds: {k: np.asarray(v) for k, v in self.evaluate(self._check(feeds), self.constants).items()}
+            def run_numpy(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+                out = self.evaluate(self._check(feeds), self.constants)
+                return {k: np.asarray(v) for k, v in out.items()}
+
+            return run_numpy
         import jax
 
         big = {k: v for k, v in self.constants.items() if v.size > ARG_CONSTANT_ELEMENTS}
@@ -138,7 +144,9 @@ class GraphInterpreter:
         for name, dt in self.inputs.items():
             arr = np.asarray(feeds[name], dtype=dt)
             if arr.shape != self.input_shapes[name]:
-                raise UsageError(f"program input '{name}' has shape {arr.shape}; the program takes {self.input_shapes[name]}")
+                raise UsageError(
+                    f"program input '{name}' has shape {arr.shape}; the program takes {self.input_shapes[name]}"
+                )
             out[name] = arr
         return out
 
@@ -151,7 +159,7 @@ class GraphInterpreter:
         ops = emulating_ops(self.profile, counters=False)(raw) if self.profile is not None else raw
         ev = _Evaluator(ops, raw, self.backend)
         if isinstance(ops, SteppedOps):
-            ops.begin_step(feeds["g0"] if "g0" in feeds else 0)
+            ops.begin_step(feeds.get("g0", 0))
         env: dict[str, Any] = dict(constants)
         dynamic = set(feeds)  # values computed from the program's inputs: chip arithmetic
         for name, value in feeds.items():
@@ -435,8 +443,12 @@ class _Evaluator:
     def _slices(self, args: list[Any], shape: tuple[int, ...]) -> tuple[slice, ...]:
         starts = self.host(args[1], "Slice's starts").reshape(-1)
         ends = self.host(args[2], "Slice's ends").reshape(-1)
-        axes = self.host(args[3], "Slice's axes").reshape(-1) if len(args) > 3 and args[3] is not None else range(len(starts))
-        steps = self.host(args[4], "Slice's steps").reshape(-1) if len(args) > 4 and args[4] is not None else [1] * len(starts)
+        axes: Any = range(len(starts))
+        steps: Any = [1] * len(starts)
+        if len(args) > 3 and args[3] is not None:
+            axes = self.host(args[3], "Slice's axes").reshape(-1)
+        if len(args) > 4 and args[4] is not None:
+            steps = self.host(args[4], "Slice's steps").reshape(-1)
         index = [slice(None)] * len(shape)
         for s, e, a, k in zip(starts, ends, axes, steps):
             a = int(a) % len(shape)

@@ -26,6 +26,7 @@ profile's ``matmul_input`` / ``matmul_accumulate`` entries, applied by the runne
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,15 +87,18 @@ class _Rewriter:
             return tuple(self.consts[name].shape)
         return self.shapes.get(name)
 
-    def matrix(self, dense: np.ndarray, kind: str, out_nodes: list[Any]) -> str:
-        """The fp32 view of a one-hot matrix (stored once as fp16, however often it is used)."""
+    def matrix(self, kind: str, shape: tuple[int, int], ident: bytes, build: Callable[[], np.ndarray],
+               out_nodes: list[Any]) -> str:
+        """The fp32 view of a one-hot matrix (stored once as fp16, however often it is used).
+
+        ``ident`` identifies the matrix (its index data); ``build`` makes it, only the first time.
+        """
         import onnx
 
-        dense = np.asarray(dense, dtype=np.float16)
-        key = f"{kind}:{dense.shape}:{hashlib.sha1(dense.tobytes()).hexdigest()}"
-        self.report.uses.append(OneHotUse(kind, int(dense.shape[0]), int(dense.shape[1]), key))
+        key = f"{kind}:{shape}:{hashlib.sha1(ident).hexdigest()}"
+        self.report.uses.append(OneHotUse(kind, int(shape[0]), int(shape[1]), key))
         if key not in self.matrices:
-            stored = self.const(dense, f"onehot_{kind}")
+            stored = self.const(np.asarray(build(), dtype=np.float16), f"onehot_{kind}")
             as_f32 = self.fresh(f"onehot_{kind}_f32")
             out_nodes.append(onnx.helper.make_node("Cast", [stored], [as_f32], to=onnx.TensorProto.FLOAT,
                                                    doc_string=ONEHOT_DOC))
@@ -204,13 +208,16 @@ class _Rewriter:
         table = np.where(table < 0, table + n, table)
         src, rows = self._peel_zero_pad(gather.input[0], n)
         nseg = table.shape[0]
-        counts = np.zeros((n, nseg), dtype=np.float64)
-        np.add.at(counts, (table.ravel(), np.repeat(np.arange(nseg), table.shape[1])), 1.0)
-        counts = counts[:rows]  # rows beyond the peeled vector index the zero padding: no contribution
-        if counts.max(initial=0) > 2048:  # fp16 holds integers exactly only up to 2048
+        if np.bincount(table.ravel(), minlength=n).max(initial=0) > 2048:  # fp16 integers are exact to 2048
             raise LoweringError(f"segment sum '{reduce.output[0]}': a value is summed more than 2048 times")
+
+        def build() -> np.ndarray:
+            counts = np.zeros((n, nseg), dtype=np.float16)
+            np.add.at(counts, (table.ravel(), np.repeat(np.arange(nseg), table.shape[1])), 1)
+            return counts[:rows]  # rows beyond the peeled vector index the zero padding: no contribution
+
         nodes: list[Any] = []
-        s = self.matrix(counts, "scatter", nodes)
+        s = self.matrix("scatter", (rows, nseg), table.tobytes() + str(rows).encode(), build, nodes)
         self.matmul(src, s, reduce.output[0], nodes)
         self.report.lowered["segment-sum"] += 1
         return nodes
@@ -223,19 +230,23 @@ class _Rewriter:
         flat = np.where(idx < 0, idx + n, idx).ravel()
         if flat.size and (flat.min() < 0 or flat.max() >= n):
             raise LoweringError(f"Gather '{node.name or node.output[0]}': index out of range 0..{n - 1}")
-        onehot = np.zeros((n, flat.size), dtype=np.float16)
-        onehot[flat, np.arange(flat.size)] = 1
+        def build() -> np.ndarray:
+            onehot = np.zeros((n, flat.size), dtype=np.float16)
+            onehot[flat, np.arange(flat.size)] = 1
+            return onehot
+
+        ident = flat.tobytes() + str(n).encode()
         nodes: list[Any] = []
         out = node.output[0]
         if axis == len(shape) - 1:
-            m = self.matrix(onehot, "gather", nodes)
+            m = self.matrix("gather", (n, flat.size), ident, build, nodes)
             final = tuple(shape[:-1]) + tuple(idx.shape)
             tmp = out if idx.ndim == 1 else self.fresh("gathered")
             self.matmul(node.input[0], m, tmp, nodes)
             if idx.ndim != 1:
                 self.reshape(tmp, final, out, nodes)
         elif axis == 0:
-            m = self.matrix(onehot.T, "gather", nodes)
+            m = self.matrix("gather", (flat.size, n), ident + b"T", lambda: build().T, nodes)
             rest = tuple(shape[1:])
             data = node.input[0]
             if len(shape) != 2:
@@ -263,9 +274,8 @@ class _Rewriter:
         where = f"{op} '{node.name or node.output[0]}'"
         if len(shape) != 1:
             raise LoweringError(f"{where}: only scatters into a vector can be lowered to a one-hot product")
-        if op == "ScatterND":
-            if idx.ndim != 2 or idx.shape[1] != 1:
-                raise LoweringError(f"{where}: indices of shape {idx.shape}; only (k, 1) can be lowered")
+        if op == "ScatterND" and (idx.ndim != 2 or idx.shape[1] != 1):
+            raise LoweringError(f"{where}: indices of shape {idx.shape}; only (k, 1) can be lowered")
         n = shape[0]
         flat = np.where(idx < 0, idx + n, idx).ravel()
         if flat.size and (flat.min() < 0 or flat.max() >= n):
@@ -274,10 +284,13 @@ class _Rewriter:
             raise LoweringError(f"{where}: reduction '{reduction}' cannot be lowered (only add and none)")
         if reduction == "none" and len(np.unique(flat)) != flat.size:
             raise LoweringError(f"{where}: repeated indices with reduction 'none' have no defined result")
-        onehot = np.zeros((flat.size, n), dtype=np.float16)
-        onehot[np.arange(flat.size), flat] = 1
+        def build() -> np.ndarray:
+            onehot = np.zeros((flat.size, n), dtype=np.float16)
+            onehot[np.arange(flat.size), flat] = 1
+            return onehot
+
         nodes: list[Any] = []
-        m = self.matrix(onehot, "scatter", nodes)
+        m = self.matrix("scatter", (flat.size, n), flat.tobytes() + str(n).encode(), build, nodes)
         upd = updates
         if self.shape_of(updates) is not None and len(self.shape_of(updates) or ()) != 1:
             upd = self.fresh("updates_vector")

@@ -1,0 +1,41 @@
+"""JAX's persistent compilation cache, so a second audit or bench skips XLA compilation.
+
+Compiled executables are keyed by the HLO (connectivity closed over as constants included), the
+compile options and the jax/jaxlib version, so a hit is always the same program. The cache lives
+in ``$HWBENCH_CACHE_DIR/jax`` (default ``~/.cache/hwbench/jax``); ``HWBENCH_JAX_CACHE=0`` turns it
+off.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_enabled: bool | None = None
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("HWBENCH_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "hwbench")
+    return Path(base) / "jax"
+
+
+def enable_compilation_cache() -> bool:
+    """Turn the cache on once per process (imports jax). Returns whether it is on."""
+    global _enabled
+    if _enabled is not None:
+        return _enabled
+    if os.environ.get("HWBENCH_JAX_CACHE", "1") in ("0", "false", "off"):
+        _enabled = False
+        return False
+    try:
+        import jax
+
+        path = cache_dir()
+        path.mkdir(parents=True, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", str(path))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        _enabled = True
+    except (ImportError, OSError, AttributeError):
+        _enabled = False
+    return _enabled
