@@ -9,6 +9,7 @@ step resolution.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,6 +81,24 @@ class Engine(ABC):
     name: str
     dtypes: tuple[str, ...] = ("float32", "float64")
     summary: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every executor an engine builds carries the engine's name into results, whichever
+        engine (built-in or third-party) built it, without each ``build`` having to remember."""
+        super().__init_subclass__(**kwargs)
+        build = cls.__dict__.get("build")
+        if build is None or getattr(build, "_names_executor", False):
+            return
+
+        @functools.wraps(build)
+        def named_build(self: Engine, *args: Any, **kw: Any) -> Executor:
+            executor = build(self, *args, **kw)
+            if executor.engine_name == "unknown":
+                executor.engine_name = self.name
+            return executor
+
+        named_build._names_executor = True  # type: ignore[attr-defined]
+        cls.build = named_build  # type: ignore[method-assign]
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:
