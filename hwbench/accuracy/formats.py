@@ -247,15 +247,16 @@ def _presets() -> dict[str, FloatFormat | FixedFormat]:
         # SpiNNaker REAL = accum (ISO/IEC TR 18037 stdfix). MULT_ROUND_NEAREST_ACCUM rounds the
         # 64-bit product with __stdfix_round_s64 (add the first dropped bit: ties toward +inf)
         # and saturates with __stdfix_sat_k (spinn_common stdfix-full-iso.h).
-        FixedFormat(name="s16.15", signed=True, int_bits=16, frac_bits=15, overflow="saturate",
-                    rounding="nearest-up"),
+        FixedFormat(name="s16.15", signed=True, int_bits=16, frac_bits=15, overflow="saturate", rounding="nearest-up"),
         # SpiNNaker synaptic decay fractions, applied as (int64(x) * d) >> 32.
         FixedFormat(name="u0.32", signed=False, int_bits=0, frac_bits=32, rounding="floor"),
         # Loihi (Lava PyLifModelBitAcc): 24-bit signed state, decays truncate toward zero.
-        FixedFormat(name="loihi-state24", signed=True, int_bits=23, frac_bits=0, overflow="saturate",
-                    rounding="toward-zero"),
-        FixedFormat(name="loihi-current24", signed=True, int_bits=23, frac_bits=0, overflow="wrap",
-                    rounding="toward-zero"),
+        FixedFormat(
+            name="loihi-state24", signed=True, int_bits=23, frac_bits=0, overflow="saturate", rounding="toward-zero"
+        ),
+        FixedFormat(
+            name="loihi-current24", signed=True, int_bits=23, frac_bits=0, overflow="wrap", rounding="toward-zero"
+        ),
         FixedFormat(name="loihi-decay12", signed=False, int_bits=12, frac_bits=0, rounding="toward-zero"),
         FixedFormat(name="loihi-threshold17", signed=False, int_bits=17, frac_bits=0, rounding="toward-zero"),
         FixedFormat(name="loihi-bias13", signed=True, int_bits=12, frac_bits=0, rounding="toward-zero"),
@@ -268,10 +269,21 @@ FORMATS: dict[str, FloatFormat | FixedFormat] = _presets()
 
 # Common spellings accepted by get_format (never listed as separate presets).
 _ALIASES = {
-    "float64": "fp64", "double": "fp64", "float32": "fp32", "single": "fp32", "float16": "fp16",
-    "half": "fp16", "bfloat16": "bf16", "e4m3fn": "fp8-e4m3fn", "float8_e4m3fn": "fp8-e4m3fn",
-    "e5m2": "fp8-e5m2", "float8_e5m2": "fp8-e5m2", "float8_e4m3fnuz": "fp8-e4m3fnuz",
-    "float8_e5m2fnuz": "fp8-e5m2fnuz", "accum": "s16.15", "spinnaker-accum": "s16.15",
+    "float64": "fp64",
+    "double": "fp64",
+    "float32": "fp32",
+    "single": "fp32",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "e4m3fn": "fp8-e4m3fn",
+    "float8_e4m3fn": "fp8-e4m3fn",
+    "e5m2": "fp8-e5m2",
+    "float8_e5m2": "fp8-e5m2",
+    "float8_e4m3fnuz": "fp8-e4m3fnuz",
+    "float8_e5m2fnuz": "fp8-e5m2fnuz",
+    "accum": "s16.15",
+    "spinnaker-accum": "s16.15",
 }
 
 

@@ -168,7 +168,7 @@ def _round_bits(xp: Any, bits: Any, p: _Plan, rand: Any = None, random_bits: int
 
     mode = p.mode
     if mode is RoundingMode.NEAREST_EVEN:
-        inc = (rem > half) | (rem == half)
+        inc = (rem > half) | ((rem == half) & q_odd)
     elif mode is RoundingMode.NEAREST_AWAY:
         inc = rem >= half
     elif mode is RoundingMode.TOWARD_ZERO:
@@ -281,8 +281,10 @@ def round_float(
     return _round_float_np(x, fmt, mode, seed=seed, counter=counter, random_bits=random_bits)
 
 
-def _round_float_np(x: Any, fmt: FloatFormat, mode: RoundingMode, *, seed: int, counter: Any,
-                    random_bits: int) -> Any:
+_NP_BLOCK = 1 << 14
+
+
+def _round_float_np(x: Any, fmt: FloatFormat, mode: RoundingMode, *, seed: int, counter: Any, random_bits: int) -> Any:
     is_array = isinstance(x, np.ndarray)
     arr = np.asarray(x)
     if arr.dtype not in (np.float32, np.float64):
@@ -292,12 +294,20 @@ def _round_float_np(x: Any, fmt: FloatFormat, mode: RoundingMode, *, seed: int, 
     carrier = arr.dtype.name
     p = _plan(fmt, carrier, mode)
     udt = _CARRIER_INFO[carrier][4]
-    bits = arr.view(udt) if arr.ndim else arr.reshape(1).view(udt).reshape(())
-    rand = None
-    if mode is RoundingMode.STOCHASTIC:
-        rand = uniform_bits(seed, counter, _flat_index(np, arr.shape), random_bits, xp=np)
-    out = _round_bits(np, bits, p, rand, random_bits).view(arr.dtype)
-    return out if is_array else out[()]
+    flat = np.ascontiguousarray(arr).reshape(-1).view(udt)
+    out = np.empty_like(flat)
+    # Work in cache-sized blocks: the algorithm is ~50 elementwise passes, and on large arrays
+    # each pass over fresh temporaries costs more in memory traffic and page faults than in
+    # arithmetic (blocking makes the numpy path several times faster on 1e6 elements).
+    for start in range(0, flat.size, _NP_BLOCK):
+        stop = min(start + _NP_BLOCK, flat.size)
+        rand = None
+        if mode is RoundingMode.STOCHASTIC:
+            index = (np.arange(start, stop, dtype=np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            rand = uniform_bits(seed, counter, index, random_bits, xp=np)
+        out[start:stop] = _round_bits(np, flat[start:stop], p, rand, random_bits)
+    result = out.view(arr.dtype).reshape(arr.shape)
+    return result if is_array else result[()]
 
 
 def carrier_for(fmt: FloatFormat, *, strict: bool = False) -> Carrier:

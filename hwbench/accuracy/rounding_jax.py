@@ -27,8 +27,9 @@ _UINT = {jnp.dtype(jnp.float32): jnp.uint32, jnp.dtype(jnp.float64): jnp.uint64}
 
 
 @partial(jax.jit, static_argnames=("fmt", "mode", "seed", "random_bits"))
-def _round_jit(x: jax.Array, counter: jax.Array, *, fmt: FloatFormat, mode: RoundingMode, seed: int,
-               random_bits: int) -> jax.Array:
+def _round_jit(
+    x: jax.Array, counter: jax.Array, *, fmt: FloatFormat, mode: RoundingMode, seed: int, random_bits: int
+) -> jax.Array:
     p = _plan(fmt, jnp.dtype(x.dtype).name, mode)
     udt = _UINT[jnp.dtype(x.dtype)]
     bits = lax.bitcast_convert_type(x, udt)

@@ -35,9 +35,17 @@ else:  # pragma: no cover
 ADAPTER = TypeAdapter(Format)
 
 
-@pytest.mark.parametrize(("name", "dtype"), [("fp64", np.float64), ("fp32", np.float32), ("fp16", np.float16),
-                                              ("bf16", ml_dtypes.bfloat16), ("fp8-e4m3fn", ml_dtypes.float8_e4m3fn),
-                                              ("fp8-e5m2", ml_dtypes.float8_e5m2)])
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [
+        ("fp64", np.float64),
+        ("fp32", np.float32),
+        ("fp16", np.float16),
+        ("bf16", ml_dtypes.bfloat16),
+        ("fp8-e4m3fn", ml_dtypes.float8_e4m3fn),
+        ("fp8-e5m2", ml_dtypes.float8_e5m2),
+    ],
+)
 def test_float_presets_match_library_finfo(name: str, dtype: type) -> None:
     fmt = get_format(name)
     info = ml_dtypes.finfo(dtype) if dtype not in (np.float64, np.float32, np.float16) else np.finfo(dtype)
@@ -120,7 +128,13 @@ def test_fixed_format_validation_and_properties() -> None:
         FixedFormat(name="empty", signed=False, int_bits=0, frac_bits=0)
     q = FixedFormat(name="u4.4", signed=False, int_bits=4, frac_bits=4)
     assert (q.total_bits, q.raw_min, q.raw_max, q.resolution, q.max_value, q.min_value) == (
-        8, 0, 255, 1 / 16, 255 / 16, 0.0)
+        8,
+        0,
+        255,
+        1 / 16,
+        255 / 16,
+        0.0,
+    )
 
 
 def test_ulp_helper() -> None:
@@ -135,7 +149,14 @@ def test_ulp_helper() -> None:
 
 def test_rounding_mode_values() -> None:
     assert [m.value for m in RoundingMode] == [
-        "nearest-even", "toward-zero", "up", "down", "nearest-away", "odd", "stochastic"]
+        "nearest-even",
+        "toward-zero",
+        "up",
+        "down",
+        "nearest-away",
+        "odd",
+        "stochastic",
+    ]
     assert RoundingMode("odd") is RoundingMode.ODD
 
 

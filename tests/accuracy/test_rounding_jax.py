@@ -47,9 +47,7 @@ def _all_modes_jit(fmt: FloatFormat, random_bits: int = 32):
     """One compiled function returning every mode's rounding (the counter is traced)."""
 
     def f(x: jax.Array, counter: jax.Array) -> jax.Array:
-        return jnp.stack(
-            [round_float(x, fmt, m, seed=SEED, counter=counter, random_bits=random_bits) for m in MODES]
-        )
+        return jnp.stack([round_float(x, fmt, m, seed=SEED, counter=counter, random_bits=random_bits) for m in MODES])
 
     return jax.jit(f)
 
@@ -90,8 +88,16 @@ def test_stochastic_random_bits_width_parity(random_bits: int) -> None:
     _assert_bits_equal(got, _all_modes_np(x, fmt, 77, random_bits), x)
 
 
-@pytest.mark.parametrize("fmt", [get_format("bf16"), get_format("fp32"), custom_float(30, -300, 300, subnormals="ftz"),
-                                 custom_float(52, -1022, 1023, overflow="saturate")], ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        get_format("bf16"),
+        get_format("fp32"),
+        custom_float(30, -300, 300, subnormals="ftz"),
+        custom_float(52, -1022, 1023, overflow="saturate"),
+    ],
+    ids=lambda f: f.name,
+)
 def test_float64_carrier_parity_with_x64(fmt: FloatFormat) -> None:
     x = pool(fmt, "float64").view(np.float64)[:8192]
     want = np.stack([round_float(x, fmt, m, seed=SEED, counter=3) for m in MODES])

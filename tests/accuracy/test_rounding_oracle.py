@@ -95,9 +95,7 @@ def _check(x: np.ndarray, fmt: FloatFormat, mode: RoundingMode, got: np.ndarray,
             ok = bool(np.isnan(g))
         else:
             ok = int(g.view(udt)) == int(np.asarray(want, dtype=fdt).view(udt))
-        assert ok, (
-            f"{fmt!r} {mode.value}: x={xi!r} ({x[i:i+1].view(udt)[0]:#x}) got {float(g)!r} expected {want!r}"
-        )
+        assert ok, f"{fmt!r} {mode.value}: x={xi!r} ({x[i : i + 1].view(udt)[0]:#x}) got {float(g)!r} expected {want!r}"
 
 
 # Each example is a fresh format x 7 modes x 32 values (~2 ms of work on top of hypothesis's own
@@ -168,8 +166,15 @@ def _mpfr_round(values: list[float], fmt: FloatFormat, mode: RoundingMode) -> li
 @pytest.mark.parametrize("mode", list(_MPFR_ROUND))
 @pytest.mark.parametrize(
     "fmt",
-    [get_format("bf16"), get_format("fp16"), get_format("fp8-e5m2"), get_format("tf32"), custom_float(5, -30, 30),
-     custom_float(1, -3, 4), custom_float(20, -126, 127)],
+    [
+        get_format("bf16"),
+        get_format("fp16"),
+        get_format("fp8-e5m2"),
+        get_format("tf32"),
+        custom_float(5, -30, 30),
+        custom_float(1, -3, 4),
+        custom_float(20, -126, 127),
+    ],
     ids=lambda f: f.name,
 )
 def test_ieee_modes_match_mpfr(fmt: FloatFormat, mode: RoundingMode) -> None:

@@ -32,7 +32,7 @@ def _binomial_ok(k: int, n: int, p: float) -> bool:
     [
         (get_format("bf16"), 1.0, [1 / 8, 0.5, 0.75, 0.99609375]),
         (get_format("fp8-e4m3fn"), 3.0, [0.25, 0.5, 0.625]),
-        (get_format("fp16"), -2.0**-20, [0.125, 0.5]),  # subnormal range, negative
+        (get_format("fp16"), -(2.0**-20), [0.125, 0.5]),  # subnormal range, negative
         (custom_float(3, -6, 6), 2.0**-8, [0.5, 0.75]),  # below the smallest subnormal (2^-9 spacing)
     ],
     ids=["bf16", "e4m3fn", "fp16-subnormal", "tiny"],

@@ -97,8 +97,9 @@ def targeted_patterns(words: np.ndarray, fmt: FloatFormat, carrier: str = "float
     special = np.select([kind == 0, kind == 1], [0, inf_bits], inf_bits | payload)
     span_o = 2 ** (m_c - m) + 17
     over = np.clip(bits_of(fmt.max_value, carrier) + (r % span_o) - 8, 0, inf_bits)
-    span_t = 2 ** (m_c + 2) + 1
-    tiny = np.maximum(0, bits_of(fmt.min_subnormal, carrier) + (r % span_t) - 2 ** (m_c + 1))
+    q_bits = bits_of(fmt.min_subnormal, carrier)
+    half_t = min(q_bits, 2 ** (m_c + 1))  # two binades either side, or [0, 2q] in the subnormal range
+    tiny = np.maximum(0, q_bits + (r % (2 * half_t + 1)) - half_t)
     span_b = 2 ** (m_c - m + 2) + 1
     boundary = np.maximum(0, bits_of(fmt.min_normal, carrier) + (r % span_b) - 2 ** (m_c - m + 1))
     uniform = (w2 >> _U64(64 - width + 1)).astype(np.int64)  # magnitude bits; sign added below
