@@ -23,7 +23,7 @@ from hwbench.accuracy.random_bits import uniform_bits
 from hwbench.accuracy.rounding import fixed_to_float, round_fixed
 from hwbench.core.errors import UsageError
 
-EXAMPLES = max(100, settings().max_examples // 5)
+EXAMPLES = settings().max_examples
 
 
 def ref_overflow(v: int, fmt: FixedFormat) -> int:

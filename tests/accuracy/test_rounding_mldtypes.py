@@ -55,7 +55,7 @@ def test_presets_match_ml_dtypes_metadata() -> None:
 
 # hypothesis itself costs ~1 ms per example here; each example checks 256 targeted values, so a
 # fifth of the profile's examples (2,000 under "ci": 512,000 values) keeps the suite fast.
-@settings(max_examples=max(100, settings().max_examples // 5))
+@settings(max_examples=settings().max_examples)
 @given(st.sampled_from(ML_DTYPES_PRESETS), st.integers(0, 2**64 - 1))
 def test_nearest_even_matches_ml_dtypes(name: str, seed: int) -> None:
     fmt = get_format(name)

@@ -101,7 +101,7 @@ def _check(x: np.ndarray, fmt: FloatFormat, mode: RoundingMode, got: np.ndarray,
 # Each example is a fresh format x 7 modes x 32 values (~2 ms of work on top of hypothesis's own
 # ~1 ms), so this property runs a fifth of the profile's examples: 2,000 formats and 448,000
 # checked roundings under the default "ci" profile, 20,000 formats under "thorough".
-@settings(max_examples=max(100, settings().max_examples // 5))
+@settings(max_examples=settings().max_examples)
 @given(st.integers(0, 2**64 - 1), st.sampled_from(["float32", "float64"]), st.integers(0, 2**64 - 1))
 def test_custom_formats_every_mode_match_oracle(fmt_word: int, carrier: str, seed: int) -> None:
     fmt = custom_format_from(fmt_word, carrier, max_mantissa=20 if carrier == "float32" else 50)

@@ -79,7 +79,7 @@ def _check_properties(x: np.ndarray, fmt: FloatFormat) -> None:
     assert ok[plain].all(), x[plain & ~ok][:4]
 
 
-@settings(max_examples=max(100, settings().max_examples // 5))
+@settings(max_examples=settings().max_examples)
 @given(st.integers(0, 2**64 - 1), st.integers(0, len(PRESETS) * 2 - 1), st.integers(0, 2**64 - 1))
 def test_properties_presets_and_custom_formats(fmt_word: int, which: int, seed: int) -> None:
     fmt = PRESETS[which] if which < len(PRESETS) else custom_format_from(fmt_word)
