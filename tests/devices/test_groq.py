@@ -87,6 +87,7 @@ def test_every_profile_field_is_cited():
     assert default.confidence() is Confidence.ASSUMED and "assumption" in default.op(OpClass.EXP).source
     exact = GroqDevice().numerics("fp32-exact-vector")
     assert all(exact.op(c).resolved_format().mantissa_bits == 23 for c in REDUCED)
+    assert all("sensitivity mode" in exact.op(c).source for c in REDUCED)
     spec = GroqDevice().spec
     assert spec.memory_bytes == 220 * 2**20 and spec.transistors_bn == 26.8 and spec.process_nm == 14
     assert spec.clock_mhz == "900" and len(spec.sources) == 2 and all("Argonne" in v for v in spec.peak.values())
@@ -154,8 +155,8 @@ def test_groqware_route_agrees_with_emulation_on_leaky_ring(tf_stack, mode):
     assert isinstance(shim, GroqProgramExecutor) and shim.engine_name == "groqware-shim"
     stats = shim.stats
     assert stats["lowered"]["Gather"] == 2 * 10 and stats["lowered"]["segment-sum"] == 10  # 10 fused steps
-    emu = emulated_executor(kernel, workload, profile)
-    inputs = kernel.default_inputs(workload)
+    emu = emulated_executor(kernel, workload, profile, engine="numpy")  # the same arithmetic library
+    inputs = {"I_app": np.linspace(0.0, 0.3, 64)}  # drive part of the ring over threshold
     a = shim.run(workload.state0, inputs, 20)
     b = emu.run(workload.state0, inputs, 20)
     assert a.probes.shape == b.probes.shape == (20, 64)
@@ -167,24 +168,24 @@ def test_groqware_route_agrees_with_emulation_on_leaky_ring(tf_stack, mode):
 
 @pytest.mark.onnx
 def test_groqware_route_agrees_with_emulation_on_io_ehh(tf_stack):
-    """64 connected cells, 2 ms: the graph route and the kernel route stay within 0.01 mV.
-
-    Blocks of 4 fused steps keep the tf2onnx export quick; the 40-step block works the same.
-    """
+    """64 connected cells, 40-step fused programs, 3 ms: graph route and kernel route within 5e-3 mV."""
     kernel = IoEhhKernel()
     workload = kernel.make_workload(64, connected=True, seed=0)
     device = GroqDevice(shim_backend="numpy")
     profile = device.numerics()
-    shim = device.executor(kernel, workload, engine="groqware", sample_every=4)
-    assert shim.stats["lowered"] == {"Gather": 8, "segment-sum": 4, "ScatterElements": 0, "ScatterND": 0}
-    emu = emulated_executor(kernel, workload, profile, sample_every=4)
+    shim = device.executor(kernel, workload, engine="groqware")
+    assert shim.stats["lowered"] == {"Gather": 80, "segment-sum": 40, "ScatterElements": 0, "ScatterND": 0}
+    assert shim.stats["onehot_matrices"] == 3
+    # numpy engine: the arithmetic library of the shim's numpy runner, so only the route differs
+    # (the JAX engine's fp32 exp differs from numpy's by ulps; its compile alone takes ~10-20 s)
+    emu = emulated_executor(kernel, workload, profile, engine="numpy")
     inputs = kernel.default_inputs(workload)
-    a = shim.run(workload.state0, inputs, 20)
-    b = emu.run(workload.state0, inputs, 20)
+    a = shim.run(workload.state0, inputs, 3)
+    b = emu.run(workload.state0, inputs, 3)
     assert np.all(np.isfinite(a.probes))
     deviation = np.abs(a.probes.astype(np.float64) - b.probes)
-    assert deviation.max() < 1e-2, deviation.max(axis=1)
+    assert deviation.max() < 5e-3, deviation.max(axis=1)
     # the reduced-precision vector ops move the trace further than the choice of route does
-    ieee = emulated_executor(kernel, workload, device.numerics("fp32-exact-vector"), sample_every=4)
-    c = ieee.run(workload.state0, inputs, 20)
+    exact = emulated_executor(kernel, workload, device.numerics("fp32-exact-vector"), engine="numpy")
+    c = exact.run(workload.state0, inputs, 3)
     assert np.abs(b.probes - c.probes).max() > deviation.max()

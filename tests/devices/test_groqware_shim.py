@@ -69,8 +69,11 @@ def indexing_model() -> object:
         helper.make_node("Add", ["u", "seg"], ["out"]),
     ]
     graph = helper.make_graph(
-        nodes, "indexing", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [N])], inits,
+        nodes,
+        "indexing",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [N])],
+        inits,
     )
     return _model(graph)
 
@@ -85,11 +88,14 @@ def vector_model() -> object:
         helper.make_node("Add", ["q", "m"], ["y"]),
         helper.make_node("Min", ["y", "two"], ["z"]),
     ]
-    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("one", 1.0), ("three", 3.0),
-                                                                             ("two", 2.0))]
+    inits = [
+        numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("one", 1.0), ("three", 3.0), ("two", 2.0))
+    ]
     graph = helper.make_graph(
-        nodes, "vector", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5]), helper.make_tensor_value_info("z", TensorProto.FLOAT, [5])],
+        nodes,
+        "vector",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [5]) for name in ("y", "z")],
         inits,
     )
     return _model(graph)
@@ -118,7 +124,8 @@ def test_lowering_replaces_every_gather_and_scatter_with_matmul(tmp_path):
     assert not {"Gather", "ScatterElements", "ScatterND", "ReduceSum"} & set(ops)
     assert ops.count("MatMul") == 4
     # the one-hot matrices are fp16 initializers with exactly one 1 per gathered element
-    onehots = [numpy_helper.to_array(i) for i in lowered.graph.initializer if i.name.startswith("groqshim_onehot_gather")]
+    inits = lowered.graph.initializer
+    onehots = [numpy_helper.to_array(i) for i in inits if i.name.startswith("groqshim_onehot_gather")]
     assert len(onehots) == 1 and onehots[0].dtype == np.float16
     np.testing.assert_array_equal(onehots[0], (np.arange(N)[:, None] == IDX[None, :]).astype(np.float16))
     # the rewrite is exact: ONNX Runtime gives the same numbers before and after
@@ -164,8 +171,9 @@ def test_runner_gathers_through_fp16_inputs(tmp_path):
     expected[[0, 2]] = h[IDX][:2].astype(np.float16).astype(np.float32)
     expected += np.array([sum(np.append(h[IDX], 0)[j] for j in row) for row in TABLE], dtype=np.float32)
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-5)
-    assert not np.allclose(out, ort.InferenceSession(onnx.load(src).SerializeToString()).run(None, {"x": x})[0],
-                           rtol=0, atol=1e-5)
+    assert not np.allclose(
+        out, ort.InferenceSession(onnx.load(src).SerializeToString()).run(None, {"x": x})[0], rtol=0, atol=1e-5
+    )
 
 
 def test_jax_backend_matches_numpy_backend(tmp_path):
@@ -196,9 +204,12 @@ def test_malformed_onnx_is_a_one_line_error(tmp_path):
 
 def test_runtime_indices_cannot_be_lowered(tmp_path):
     graph = helper.make_graph(
-        [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
-         helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
     )
     src = _save(_model(graph), tmp_path / "g.onnx")
@@ -210,11 +221,13 @@ def test_compiler_refuses_programs_beyond_sram(tmp_path):
     """15 x 640,000 streamed values: the working set alone fills the 220 MiB (io-ehh's study limit)."""
     shape = [capacity.IO_EHH_STREAMED_PER_CELL, capacity.STUDY_UNCONNECTED_LIMIT_CELLS]
     graph = helper.make_graph(
-        [helper.make_node("Exp", ["s"], ["t"])], "big", [helper.make_tensor_value_info("s", TensorProto.FLOAT, shape)],
+        [helper.make_node("Exp", ["s"], ["t"])],
+        "big",
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("t", TensorProto.FLOAT, shape)],
     )
     src = _save(_model(graph), tmp_path / "big.onnx")
-    with pytest.raises(compiler.GroqCompilerError, match="220.0 MiB usable") as err:
+    with pytest.raises(compiler.GroqCompilerError, match=r"220\.0 MiB usable") as err:
         compiler.compile(src, tmp_path)
     assert err.value.exit_code == 4 and "\n" not in str(err.value)
     assert json.loads((tmp_path / "stats.json").read_text())["fits"] is False
@@ -231,7 +244,9 @@ def test_compiler_refuses_programs_beyond_the_instruction_budget(tmp_path):
             nodes.append(helper.make_node("Add", [acc, f"g{u}"], [f"a{u}"]))
         acc = f"g{u}" if acc is None else f"a{u}"
     graph = helper.make_graph(
-        nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+        nodes,
+        "many",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
         [helper.make_tensor_value_info(acc, TensorProto.FLOAT, [k])],
         [numpy_helper.from_array(np.arange(k, dtype=np.int64)[::-1].copy(), "idx")],
     )
@@ -257,3 +272,47 @@ def test_sdk_facade_falls_back_to_the_shim():
     else:
         assert not sdk.real and sdk.name == "groqware-shim" and sdk.tsp is tsp and detail
         assert load_sdk(allow_real=False).tsp.create_tsp_runner is tsp.create_tsp_runner
+
+
+def test_one_hot_fast_path_equals_the_emulated_dense_product():
+    """The runner's O(connections) execution of a one-hot product = the dense emulated matmul."""
+    from hwbench.plugins.groqware_shim.onehot import MatrixUnit, plan_for
+
+    profile = GroqDevice().numerics()
+    ops = emulating_ops(profile, counters=False)(NumpyOps(np.float32))
+    unit = MatrixUnit(profile, "float32")
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, 50, 300)
+    gather = (np.arange(50)[:, None] == idx[None, :]).astype(np.float16)  # one 1 per column
+    x = rng.normal(-60, 5, 50).astype(np.float32)
+    v = rng.normal(0, 1, 300).astype(np.float32)
+    fast = unit.apply(np, x, plan_for(gather))
+    dense = ops.matmul(EmuArray(x, ops), gather.astype(np.float32)).raw
+    np.testing.assert_array_equal(fast, dense)  # one product per output: exact either way
+    np.testing.assert_array_equal(fast, x.astype(np.float16).astype(np.float32)[idx])
+    fast = unit.apply(np, v, plan_for(gather.T))  # one 1 per row: a scatter-add
+    dense = ops.matmul(EmuArray(v, ops), gather.T.astype(np.float32)).raw
+    np.testing.assert_allclose(fast, dense, rtol=1e-6, atol=1e-6)  # sums differ only in order
+    assert plan_for(np.array([[1, 1], [1, 0]])) is None and plan_for(np.array([[0.5, 0], [0, 1]])) is None
+
+
+def test_sdk_detection_needs_package_tools_and_card(tmp_path, monkeypatch):
+    """Each missing piece is named; a 'groq' package with tools but no GroqCard is not the SDK."""
+    import importlib
+    import os
+
+    if real_sdk_status()[0]:  # pragma: no cover - only on a host with a GroqCard
+        pytest.skip("a real GroqWare SDK is installed here")
+    (tmp_path / "groq").mkdir()
+    (tmp_path / "groq" / "__init__.py").write_text("")  # e.g. the unrelated PyPI 'groq' client
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert "groq-compiler, aa-latest not on PATH" in real_sdk_status()[1]
+    (tmp_path / "bin").mkdir()
+    for tool in ("groq-compiler", "aa-latest"):
+        (tmp_path / "bin" / tool).write_text("#!/bin/sh\nexit 1\n")
+        os.chmod(tmp_path / "bin" / tool, 0o755)
+    usable, detail = real_sdk_status()
+    assert not usable and "no GroqCard on the PCI bus" in detail
+    assert not load_sdk().real

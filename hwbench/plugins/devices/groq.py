@@ -116,10 +116,12 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     ops: dict[OpClass, OpNumerics] = {
         OpClass.ADD: fp32,
         OpClass.MUL: fp32,
-        OpClass.STORE: OpNumerics(format="fp32", source=f"{STUDY_SEC4} (32-bit operands: fp32 state)",
-                                  confidence=documented),
-        OpClass.GATHER: OpNumerics(format="fp32", lowering="one-hot-matmul", source=STUDY_LOWERING,
-                                   confidence=documented),
+        OpClass.STORE: OpNumerics(
+            format="fp32", source=f"{STUDY_SEC4} (32-bit operands: fp32 state)", confidence=documented
+        ),
+        OpClass.GATHER: OpNumerics(
+            format="fp32", lowering="one-hot-matmul", source=STUDY_LOWERING, confidence=documented
+        ),
         OpClass.MATMUL_INPUT: OpNumerics(format="fp16", source=f"{TSP_MXM}; {STUDY_LOWERING}", confidence=documented),
         OpClass.MATMUL_ACCUMULATE: OpNumerics(format="fp32", source=TSP_MXM, confidence=documented),
     }
@@ -143,17 +145,33 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         )
         ops.update({OpClass.EXP: reduced, OpClass.DIV: reduced, OpClass.POW: reduced})
         ops[OpClass.COMPARE] = reduced if values["reduced_compare"] else fp32
-        notes.insert(1, f"Vector unit, every other instruction (exp, division/reciprocal, pow"
-                        f"{', min/max/select' if values['reduced_compare'] else ''}): results rounded "
-                        f"({rounding.value}) to {bits} fraction bits with fp32's exponent range; confidence: assumed.")
-        description = (f"GroqChip TSP: fp32 add/mul, other vector ops at {bits}-bit reduced precision (assumed), "
-                       "gather/scatter as fp16 one-hot matrix products")
+        notes.insert(
+            1,
+            f"Vector unit, every other instruction (exp, division/reciprocal, pow"
+            f"{', min/max/select' if values['reduced_compare'] else ''}): results rounded "
+            f"({rounding.value}) to {bits} fraction bits with fp32's exponent range; confidence: assumed.",
+        )
+        description = (
+            f"GroqChip TSP: fp32 add/mul, other vector ops at {bits}-bit reduced precision (assumed), "
+            "gather/scatter as fp16 one-hot matrix products"
+        )
     else:
-        ops.update({OpClass.EXP: fp32, OpClass.DIV: fp32, OpClass.POW: fp32, OpClass.COMPARE: fp32})
-        description = ("GroqChip TSP sensitivity mode: every vector op IEEE fp32; only the matrix unit's fp16 "
-                       "one-hot gather/scatter differs from the CPU")
-        notes.insert(1, "Sensitivity mode: the reduced-precision vector instructions are replaced by IEEE fp32 "
-                        "(not the chip's documented behaviour) to isolate the matrix unit's contribution.")
+        ieee = OpNumerics(
+            format="fp32",
+            source="sensitivity mode (assumption, deliberately not the chip's behaviour): IEEE fp32 where "
+            f"{STUDY_SEC4}",
+            confidence=Confidence.ASSUMED,
+        )
+        ops.update({OpClass.EXP: ieee, OpClass.DIV: ieee, OpClass.POW: ieee, OpClass.COMPARE: ieee})
+        description = (
+            "GroqChip TSP sensitivity mode: every vector op IEEE fp32; only the matrix unit's fp16 "
+            "one-hot gather/scatter differs from the CPU"
+        )
+        notes.insert(
+            1,
+            "Sensitivity mode: the reduced-precision vector instructions are replaced by IEEE fp32 "
+            "(not the chip's documented behaviour) to isolate the matrix unit's contribution.",
+        )
     return NumericsProfile(
         name=f"groq-{mode}",
         device="groq",
@@ -275,8 +293,10 @@ class GroqDevice(EmulatedDevice):
             values = resolve_knobs(self.name, knobs, {**current, **overrides})
         except UsageError as exc:
             if not knobs:
-                raise UsageError(f"mode '{profile.mode}' of device 'groq' has no settable parameters "
-                                 f"({', '.join(sorted(overrides))} given); they belong to mode 'default'") from None
+                raise UsageError(
+                    f"mode '{profile.mode}' of device 'groq' has no settable parameters "
+                    f"({', '.join(sorted(overrides))} given); they belong to mode 'default'"
+                ) from None
             raise exc
         return build_profile(profile.mode, values)
 
@@ -319,8 +339,9 @@ class GroqDevice(EmulatedDevice):
         real = self.detect_real() is not None and profile is None
         if engine == GROQWARE_ENGINE or self.route == "groqware" or (real and sample_every is None):
             return self.groqware_executor(kernel, workload, profile or self.numerics(mode), sample_every=sample_every)
-        return emulated_executor(kernel, workload, profile or self.numerics(mode), engine=engine,
-                                 sample_every=sample_every)
+        return emulated_executor(
+            kernel, workload, profile or self.numerics(mode), engine=engine, sample_every=sample_every
+        )
 
     def real_executor(
         self, kernel: Kernel, workload: Workload, mode: str, engine: str | None, dtype: str | None
@@ -328,7 +349,12 @@ class GroqDevice(EmulatedDevice):
         return self.groqware_executor(kernel, workload, self.numerics(mode))
 
     def groqware_executor(
-        self, kernel: Kernel, workload: Workload, profile: NumericsProfile, *, sample_every: int | None = None,
+        self,
+        kernel: Kernel,
+        workload: Workload,
+        profile: NumericsProfile,
+        *,
+        sample_every: int | None = None,
         allow_real: bool = True,
     ) -> GroqProgramExecutor:
         """Export -> compile -> run, through the GroqWare SDK when usable, else the shim."""
@@ -389,17 +415,19 @@ class GroqProgramExecutor(Executor):
         nsamples = _loop.check_nsamples(nsamples)
         se = kg.sample_every
         cur = host_parts(kg, state)
-        takes = {n.lower() for n in getattr(self.program, "input_names", ["t0", "g0"])}
-        # an input the step never reads is not in the exported model
+        # an input the step never reads is not in the exported model: feed only what the program
+        # takes (the SDK's runner does not list its inputs: it is given them all)
+        names = getattr(self.program, "input_names", None)
+        takes = {n.lower() for n in names} if names is not None else None
         feeds = {f"in_{k}".lower(): v for k, v in zip(kg.input_keys, host_inputs(kg, inputs))}
-        feeds = {k: v for k, v in feeds.items() if k in takes}
+        feeds = {k: v for k, v in feeds.items() if takes is None or k in takes}
         probes = np.zeros((nsamples, kg.ncells), np.float32)
         spikes = np.full((nsamples, kg.ncells), _loop.NO_SPIKE, _loop.SPIKE_DTYPE) if kg.has_spikes else None
         for k in range(nsamples):
             step = {f"state_{j}": s for j, s in enumerate(cur)}
             step["t0"] = np.asarray(k * se, np.int32)
             step["g0"] = np.asarray(global_step(self.global_step, k * se), np.int32)
-            out = self.program(**feeds, **{key: v for key, v in step.items() if key in takes})
+            out = self.program(**feeds, **{key: v for key, v in step.items() if takes is None or key in takes})
             cur = [np.asarray(out[f"new_state_{j}"], np.float32) for j in range(len(cur))]
             probes[k] = out["probe"]
             if spikes is not None:

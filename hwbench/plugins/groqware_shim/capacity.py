@@ -33,8 +33,7 @@ STUDY = (
     "performance analysis', Neurocomputing (2024) 127953"
 )
 TSP_PAPER = (
-    "Abts et al., 'Think Fast: A Tensor Streaming Processor (TSP) for Accelerating Deep Learning Workloads', "
-    "ISCA 2020"
+    "Abts et al., 'Think Fast: A Tensor Streaming Processor (TSP) for Accelerating Deep Learning Workloads', ISCA 2020"
 )
 
 SRAM_BYTES = 220 * 2**20

@@ -78,8 +78,13 @@ def _streamed_values(model: Any) -> int:
 def _constant_bytes(model: Any) -> int:
     from onnx import numpy_helper
 
-    return int(sum(numpy_helper.to_array(i).nbytes for i in model.graph.initializer
-                   if not i.name.startswith("groqshim_onehot_")))
+    return int(
+        sum(
+            numpy_helper.to_array(i).nbytes
+            for i in model.graph.initializer
+            if not i.name.startswith("groqshim_onehot_")
+        )
+    )
 
 
 def compile_onnx(

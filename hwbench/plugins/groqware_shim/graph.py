@@ -21,7 +21,12 @@ from hwbench.core.errors import UsageError
 
 # Ops whose outputs are not a function of their inputs: never folded.
 NONDETERMINISTIC = {
-    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
 }
 
 
@@ -40,7 +45,28 @@ def load_model(path: str | Path) -> Any:
         raise UsageError(f"{path}: no such ONNX file") from None
     except Exception as exc:  # protobuf DecodeError, OSError, ...
         raise UsageError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {one_line(exc)[:200]})") from None
+    complete_output_shapes(model)
     return check_model(model, str(path))
+
+
+def complete_output_shapes(model: Any) -> None:
+    """Give graph outputs declared without a shape their inferred static shape (in place).
+
+    The chip's compiler needs every shape at compile time anyway; exporters sometimes leave an
+    output's shape out, which the ONNX checker rejects although the shape is inferable.
+    """
+    if all(o.type.tensor_type.HasField("shape") for o in model.graph.output):
+        return
+    try:
+        shapes = static_shapes(model)
+    except Exception:  # a malformed model: the checker will say what is wrong
+        return
+    for out in model.graph.output:
+        tt = out.type.tensor_type
+        if not tt.HasField("shape") and out.name in shapes:
+            tt.shape.SetInParent()
+            for d in shapes[out.name]:
+                tt.shape.dim.add().dim_value = d
 
 
 def check_model(model: Any, origin: str = "model") -> Any:

@@ -4,7 +4,9 @@ This is how the shim's runner executes a compiled program with the GroqChip's ar
 ONNX node is mapped to the ops-namespace call a kernel would make (``Add`` -> ``a + b`` on an
 emulated array, ``Exp`` -> ``ops.exp``, ``MatMul`` -> ``ops.matmul``, ...), so every result is
 rounded per its op class by :mod:`hwbench.accuracy.emulate`, exactly as the fast emulation route
-rounds the kernel's own Python code. Two ways to run the same interpretation:
+rounds the kernel's own Python code. The compiler's one-hot products (constant 0/1 matrices)
+run as the gathers and ordered sums they are equivalent to, with the matrix unit's rounding
+(:mod:`.onehot`), rather than as dense products. Two ways to run the same interpretation:
 
 * ``backend="numpy"`` (the runner's default): node by node with numpy, no compile step.
 * ``backend="jax"``: the whole graph traced once into one XLA program (``jax.jit``), rounding
@@ -38,15 +40,57 @@ ARG_CONSTANT_ELEMENTS = 4096
 """Constants larger than this are passed to the compiled program as arguments, not embedded."""
 
 _ARITH = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "Div": operator.truediv}
-_COMPARE = {"Less": operator.lt, "Greater": operator.gt, "LessOrEqual": operator.le,
-            "GreaterOrEqual": operator.ge, "Equal": operator.eq}
+_COMPARE = {
+    "Less": operator.lt,
+    "Greater": operator.gt,
+    "LessOrEqual": operator.le,
+    "GreaterOrEqual": operator.ge,
+    "Equal": operator.eq,
+}
 _LOGIC = {"And": "logical_and", "Or": "logical_or", "Xor": "logical_xor"}
 _UNARY_OPS = {"Exp": "exp", "Log": "log", "Sqrt": "sqrt"}
-_MOVES = ("Identity", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Slice", "Transpose", "Expand", "Tile", "Split",
-          "Flatten")
-SUPPORTED = tuple(sorted({*_ARITH, *_COMPARE, *_LOGIC, *_UNARY_OPS, *_MOVES, "Not", "Neg", "Abs", "Reciprocal", "Pow",
-                          "Min", "Max", "Where", "Cast", "MatMul", "ReduceSum", "ReduceMax", "ReduceMin", "Gather",
-                          "Shape", "ConstantOfShape", "Constant", "Size"}))
+_MOVES = (
+    "Identity",
+    "Concat",
+    "Unsqueeze",
+    "Squeeze",
+    "Reshape",
+    "Slice",
+    "Transpose",
+    "Expand",
+    "Tile",
+    "Split",
+    "Flatten",
+)
+SUPPORTED = tuple(
+    sorted(
+        {
+            *_ARITH,
+            *_COMPARE,
+            *_LOGIC,
+            *_UNARY_OPS,
+            *_MOVES,
+            "Not",
+            "Neg",
+            "Abs",
+            "Reciprocal",
+            "Pow",
+            "Min",
+            "Max",
+            "Where",
+            "Cast",
+            "MatMul",
+            "ReduceSum",
+            "ReduceMax",
+            "ReduceMin",
+            "Gather",
+            "Shape",
+            "ConstantOfShape",
+            "Constant",
+            "Size",
+        }
+    )
+)
 
 
 def raw_ops(backend: str, dtype: Any) -> Any:
@@ -105,11 +149,33 @@ class GraphInterpreter:
                 "(use backend='numpy')"
             )
         self._attrs = [attributes(n) for n in self.nodes]
+        self.onehot_plans = self._plan_onehot_products()
+
+    def _plan_onehot_products(self) -> dict[int, Any]:
+        """Node index -> plan, for the compiler's one-hot products (see :mod:`.onehot`)."""
+        from hwbench.plugins.groqware_shim.lowering import ONEHOT_DOC
+        from hwbench.plugins.groqware_shim.onehot import plan_for
+
+        cast_of = {n.output[0]: n.input[0] for n in self.nodes if n.op_type == "Cast" and n.input[0] in self.constants}
+        plans: dict[str, Any] = {}
+        out: dict[int, Any] = {}
+        for i, node in enumerate(self.nodes):
+            if node.op_type != "MatMul" or node.doc_string != ONEHOT_DOC:
+                continue
+            source = cast_of.get(node.input[1], node.input[1])
+            if source not in self.constants:
+                continue
+            if source not in plans:
+                plans[source] = plan_for(self.constants[source])
+            if plans[source] is not None:
+                out[i] = plans[source]
+        return out
 
     # --- running ---------------------------------------------------------------------------
     def compile(self) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
         """A callable from named input arrays to named output arrays (jit-compiled on first call)."""
         if self.backend == "numpy":
+
             def run_numpy(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                 out = self.evaluate(self._check(feeds), self.constants)
                 return {k: np.asarray(v) for k, v in out.items()}
@@ -158,17 +224,26 @@ class GraphInterpreter:
         raw = raw_ops(self.backend, self.dtype)
         ops = emulating_ops(self.profile, counters=False)(raw) if self.profile is not None else raw
         ev = _Evaluator(ops, raw, self.backend)
+        if self.onehot_plans:
+            from hwbench.plugins.groqware_shim.onehot import MatrixUnit
+
+            unit = MatrixUnit(self.profile, self.dtype.name)
+            ev.matrix_unit = unit if unit.usable else None
         if isinstance(ops, SteppedOps):
             ops.begin_step(feeds.get("g0", 0))
         env: dict[str, Any] = dict(constants)
         dynamic = set(feeds)  # values computed from the program's inputs: chip arithmetic
         for name, value in feeds.items():
             env[name] = ev.wrap(ev.xp.asarray(value))
-        for node, attrs in zip(self.nodes, self._attrs):
+        for index, (node, attrs) in enumerate(zip(self.nodes, self._attrs)):
             args = [env[i] if i else None for i in node.input]
             flags = [bool(i) and i in dynamic for i in node.input]
             try:
-                results = ev.run(node, args, attrs, flags)
+                plan = self.onehot_plans.get(index)
+                if plan is not None and ev.matrix_unit is not None and flags[0] and not flags[1]:
+                    results = [ev.wrap(ev.matrix_unit.apply(ev.xp, ev.unwrap(args[0]), plan))]
+                else:
+                    results = ev.run(node, args, attrs, flags)
             except UsageError:
                 raise
             except Exception as exc:
@@ -212,6 +287,7 @@ class _Evaluator:
             self.xp: Any = jnp
         else:
             self.xp = np
+        self.matrix_unit: Any = None  # set when one-hot products may take the fast path
 
     # --- value helpers -----------------------------------------------------------------------
     def is_float(self, v: Any) -> bool:
@@ -260,8 +336,13 @@ class _Evaluator:
             if chip:  # booleans are exact; the comparison itself is the COMPARE class
                 return [self.unwrap(_COMPARE[op](self.emu(args[0], flags[0]), self.emu(args[1], flags[1])))]
             xp = self.xp_for(args)
-            fn = {"Less": xp.less, "Greater": xp.greater, "LessOrEqual": xp.less_equal,
-                  "GreaterOrEqual": xp.greater_equal, "Equal": xp.equal}[op]
+            fn = {
+                "Less": xp.less,
+                "Greater": xp.greater,
+                "LessOrEqual": xp.less_equal,
+                "GreaterOrEqual": xp.greater_equal,
+                "Equal": xp.equal,
+            }[op]
             return [fn(self.unwrap(args[0]), self.unwrap(args[1]))]
         if op in _LOGIC:
             return [getattr(self.xp_for(args), _LOGIC[op])(self.unwrap(args[0]), self.unwrap(args[1]))]
@@ -390,8 +471,12 @@ class _Evaluator:
 
         if "value" in attrs:
             return numpy_helper.to_array(attrs["value"])
-        for key, dtype in (("value_float", np.float32), ("value_int", np.int64), ("value_floats", np.float32),
-                           ("value_ints", np.int64)):
+        for key, dtype in (
+            ("value_float", np.float32),
+            ("value_int", np.int64),
+            ("value_floats", np.float32),
+            ("value_ints", np.int64),
+        ):
             if key in attrs:
                 return np.asarray(attrs[key], dtype=dtype)
         raise UsageError(f"Constant with attributes {sorted(attrs)} is not supported")
@@ -453,8 +538,9 @@ class _Evaluator:
         for s, e, a, k in zip(starts, ends, axes, steps):
             a = int(a) % len(shape)
             n = shape[a]
-            index[a] = slice(*slice(int(max(min(s, 2**62), -(2**62))), int(max(min(e, 2**62), -(2**62))),
-                                    int(k)).indices(n))
+            index[a] = slice(
+                *slice(int(max(min(s, 2**62), -(2**62))), int(max(min(e, 2**62), -(2**62))), int(k)).indices(n)
+            )
         return tuple(index)
 
     def _split(self, xp: Any, x: Any, args: list[Any], attrs: dict[str, Any], dyn: bool) -> list[Any]:

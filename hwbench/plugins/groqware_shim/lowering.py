@@ -50,8 +50,9 @@ class LoweringError(UsageError):
 class LoweringReport:
     """What the rewrite did (goes into the compile statistics)."""
 
-    lowered: dict[str, int] = field(default_factory=lambda: {"Gather": 0, "segment-sum": 0, "ScatterElements": 0,
-                                                              "ScatterND": 0})
+    lowered: dict[str, int] = field(
+        default_factory=lambda: {"Gather": 0, "segment-sum": 0, "ScatterElements": 0, "ScatterND": 0}
+    )
     uses: list[OneHotUse] = field(default_factory=list)
     pruned_nodes: int = 0
 
@@ -87,8 +88,9 @@ class _Rewriter:
             return tuple(self.consts[name].shape)
         return self.shapes.get(name)
 
-    def matrix(self, kind: str, shape: tuple[int, int], ident: bytes, build: Callable[[], np.ndarray],
-               out_nodes: list[Any]) -> str:
+    def matrix(
+        self, kind: str, shape: tuple[int, int], ident: bytes, build: Callable[[], np.ndarray], out_nodes: list[Any]
+    ) -> str:
         """The fp32 view of a one-hot matrix (stored once as fp16, however often it is used).
 
         ``ident`` identifies the matrix (its index data); ``build`` makes it, only the first time.
@@ -100,16 +102,18 @@ class _Rewriter:
         if key not in self.matrices:
             stored = self.const(np.asarray(build(), dtype=np.float16), f"onehot_{kind}")
             as_f32 = self.fresh(f"onehot_{kind}_f32")
-            out_nodes.append(onnx.helper.make_node("Cast", [stored], [as_f32], to=onnx.TensorProto.FLOAT,
-                                                   doc_string=ONEHOT_DOC))
+            out_nodes.append(
+                onnx.helper.make_node("Cast", [stored], [as_f32], to=onnx.TensorProto.FLOAT, doc_string=ONEHOT_DOC)
+            )
             self.matrices[key] = as_f32
         return self.matrices[key]
 
     def matmul(self, a: str, b: str, out: str, out_nodes: list[Any]) -> None:
         import onnx
 
-        out_nodes.append(onnx.helper.make_node("MatMul", [a, b], [out], name=self.fresh("matmul"),
-                                               doc_string=ONEHOT_DOC))
+        out_nodes.append(
+            onnx.helper.make_node("MatMul", [a, b], [out], name=self.fresh("matmul"), doc_string=ONEHOT_DOC)
+        )
 
     def reshape(self, x: str, shape: tuple[int, ...], out: str, out_nodes: list[Any]) -> None:
         import onnx
@@ -169,8 +173,9 @@ class _Rewriter:
     def _data_shape(self, node: Any, name: str) -> tuple[int, ...]:
         shape = self.shape_of(name)
         if shape is None:
-            raise LoweringError(f"cannot lower {node.op_type} '{node.name or node.output[0]}': the shape of '{name}' "
-                                "is not static")
+            raise LoweringError(
+                f"cannot lower {node.op_type} '{node.name or node.output[0]}': the shape of '{name}' is not static"
+            )
         return shape
 
     def _is_row_sum(self, gather: Any, reduce: Any) -> bool:
@@ -208,13 +213,14 @@ class _Rewriter:
         table = np.where(table < 0, table + n, table)
         src, rows = self._peel_zero_pad(gather.input[0], n)
         nseg = table.shape[0]
-        if np.bincount(table.ravel(), minlength=n).max(initial=0) > 2048:  # fp16 integers are exact to 2048
-            raise LoweringError(f"segment sum '{reduce.output[0]}': a value is summed more than 2048 times")
 
         def build() -> np.ndarray:
-            counts = np.zeros((n, nseg), dtype=np.float16)
+            counts = np.zeros((n, nseg), dtype=np.int64)
             np.add.at(counts, (table.ravel(), np.repeat(np.arange(nseg), table.shape[1])), 1)
-            return counts[:rows]  # rows beyond the peeled vector index the zero padding: no contribution
+            counts = counts[:rows]  # rows beyond the peeled vector index the zero padding: no contribution
+            if counts.max(initial=0) > 2048:  # fp16 holds integers exactly only up to 2048
+                raise LoweringError(f"segment sum '{reduce.output[0]}': a value is summed more than 2048 times")
+            return counts.astype(np.float16)
 
         nodes: list[Any] = []
         s = self.matrix("scatter", (rows, nseg), table.tobytes() + str(rows).encode(), build, nodes)
@@ -230,6 +236,7 @@ class _Rewriter:
         flat = np.where(idx < 0, idx + n, idx).ravel()
         if flat.size and (flat.min() < 0 or flat.max() >= n):
             raise LoweringError(f"Gather '{node.name or node.output[0]}': index out of range 0..{n - 1}")
+
         def build() -> np.ndarray:
             onehot = np.zeros((n, flat.size), dtype=np.float16)
             onehot[flat, np.arange(flat.size)] = 1
@@ -256,8 +263,10 @@ class _Rewriter:
             self.matmul(m, data, tmp, nodes)
             self.reshape(tmp, tuple(idx.shape) + rest, out, nodes)
         else:
-            raise LoweringError(f"Gather '{node.name or out}' on axis {axis} of a rank-{len(shape)} tensor: only the "
-                                "first or the last axis can be lowered to a one-hot product")
+            raise LoweringError(
+                f"Gather '{node.name or out}' on axis {axis} of a rank-{len(shape)} tensor: only the "
+                "first or the last axis can be lowered to a one-hot product"
+            )
         self.report.lowered["Gather"] += 1
         return nodes
 
@@ -284,6 +293,7 @@ class _Rewriter:
             raise LoweringError(f"{where}: reduction '{reduction}' cannot be lowered (only add and none)")
         if reduction == "none" and len(np.unique(flat)) != flat.size:
             raise LoweringError(f"{where}: repeated indices with reduction 'none' have no defined result")
+
         def build() -> np.ndarray:
             onehot = np.zeros((flat.size, n), dtype=np.float16)
             onehot[np.arange(flat.size), flat] = 1
@@ -302,8 +312,9 @@ class _Rewriter:
             keep = np.ones(n, dtype=np.float32)
             keep[flat] = 0
             base = self.fresh("kept")
-            nodes.append(onnx.helper.make_node("Mul", [data, self.const(keep, "keep_mask")], [base],
-                                               name=self.fresh("mask")))
+            nodes.append(
+                onnx.helper.make_node("Mul", [data, self.const(keep, "keep_mask")], [base], name=self.fresh("mask"))
+            )
         nodes.append(onnx.helper.make_node("Add", [base, product], [node.output[0]], name=self.fresh("scatter_add")))
         self.report.lowered[op] += 1
         return nodes
@@ -311,8 +322,10 @@ class _Rewriter:
     def _check_nothing_left(self) -> None:
         for node in self.g.node:
             if node.op_type in UNSUPPORTED_INDEXING:
-                raise LoweringError(f"{node.op_type} '{node.name or node.output[0]}' cannot be lowered to a one-hot "
-                                    "product by this compiler; export gathers as Gather with constant indices")
+                raise LoweringError(
+                    f"{node.op_type} '{node.name or node.output[0]}' cannot be lowered to a one-hot "
+                    "product by this compiler; export gathers as Gather with constant indices"
+                )
             if node.op_type in LOWERED_OPS:
                 raise LoweringError(
                     f"{node.op_type} '{node.name or node.output[0]}' was not lowered to a one-hot product: its data or "

@@ -84,10 +84,6 @@ def real_sdk_status() -> tuple[bool, str]:
     return True, f"GroqWare SDK (groq.runner.tsp, {find_tool(TOOLS[0])}) with {cards} GroqCard(s)"
 
 
-class SdkToolError(RuntimeError):
-    pass
-
-
 def _run_tool(cmd: list[str], what: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -106,7 +102,9 @@ def real_compile(onnx_path: str | Path, out_dir: str | Path, **flags: Any) -> Pa
     stats = Path(flags.get("save_stats", out_dir / "stats.json"))
     compiler, assembler = find_tool(TOOLS[0]), find_tool(TOOLS[1])
     if compiler is None or assembler is None:
-        raise SdkToolError(f"GroqWare tools not found ({', '.join(TOOLS)})")
+        from hwbench.core.errors import UnavailableError
+
+        raise UnavailableError(f"GroqWare tools not found ({', '.join(TOOLS)} on PATH or in {SDK_BIN})")
     large = ["--large-program"] if flags.get("large_program") else []
     _run_tool([compiler, str(onnx_path), *large, "--save-stats", str(stats), "-o", str(prefix)], "groq-compiler")
     iop = out_dir / f"{name}.iop"

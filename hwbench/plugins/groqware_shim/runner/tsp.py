@@ -56,8 +56,10 @@ class TspRunner:
         for key, value in inputs.items():
             name = self._names.get(key.lower())
             if name is None:
-                raise UsageError(f"program '{self.program.name}' has no input '{key}'; it takes: "
-                                 f"{', '.join(self.interpreter.inputs)}")
+                raise UsageError(
+                    f"program '{self.program.name}' has no input '{key}'; it takes: "
+                    f"{', '.join(self.interpreter.inputs)}"
+                )
             feeds[name] = value
         start = time.perf_counter()
         out = self._fn(feeds)
