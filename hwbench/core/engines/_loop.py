@@ -77,6 +77,17 @@ def state_to_host(state: Any, dtype: np.dtype, like: Any) -> Any:
     return arr
 
 
+def check_step_output(new: Any, old: Any) -> None:
+    """A kernel step must return state of the same structure, shapes and dtype as it got: a
+    silent promotion (float32 -> float64) would change the precision being measured."""
+    new_parts = list(new) if isinstance(new, (tuple, list)) else [new]
+    old_parts = list(old) if isinstance(old, (tuple, list)) else [old]
+    got = [(tuple(np.shape(a)), str(getattr(a, "dtype", type(a).__name__))) for a in new_parts]
+    want = [(tuple(np.shape(b)), str(b.dtype)) for b in old_parts]
+    if got != want:
+        raise UsageError(f"kernel step returned state {got}, expected {want} (same shapes and dtype)")
+
+
 def is_stepped(ops: Any) -> bool:
     """Whether (wrapped) ops follow the SteppedOps protocol (step-aware rounding and counters)."""
     return isinstance(ops, SteppedOps)

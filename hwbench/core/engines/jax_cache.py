@@ -20,10 +20,16 @@ def cache_dir() -> Path:
 
 
 def enable_compilation_cache() -> bool:
-    """Turn the cache on once per process (imports jax). Returns whether it is on."""
+    """Turn the cache on once per process (imports jax). Returns whether it is on.
+
+    Also sets the engine's XLA flags first: XLA reads them once, when JAX's backend starts.
+    """
     global _enabled
     if _enabled is not None:
         return _enabled
+    from hwbench.core.engines.jax_engine import prepare_xla_flags
+
+    prepare_xla_flags()
     if os.environ.get("HWBENCH_JAX_CACHE", "1") in ("0", "false", "off"):
         _enabled = False
         return False

@@ -6,18 +6,31 @@ the compiled loop, and compiles it with ``jit(...).lower(...).compile()`` — th
 time. ``run`` then moves the state in, calls the executable once per chunk of up to
 ``chunk_blocks`` windows (state donated, so it is updated in place), and brings the results back.
 
-Gather/scatter: connectivity arrays are closed over as numpy constants, so the ops namespace
-sees the concrete indices at trace time and can precompute a better layout than a generic
-scatter. ``benchmarks/scatter_strategies.py`` measures the options; the default is what won
-there (see :data:`DEFAULT_SCATTER`).
+What makes it fast on a small CPU (measured in ``benchmarks/scatter_strategies.py`` and
+``benchmarks/io_engines.py``):
 
-JAX is imported lazily (inside methods), so importing this module costs nothing.
+* Small loops as single kernels. XLA:CPU's thunk runtime dispatches every fusion of a step
+  separately, which costs more than the arithmetic at ~1000 cells. XLA can compile a whole
+  while loop into one kernel instead (its small-while-loop hoisting), but only below a byte
+  threshold of 1 KiB by default, settable only through ``XLA_FLAGS`` before JAX's backend
+  starts. :func:`prepare_xla_flags` raises it (process-wide, before the first JAX use, unless
+  the user set XLA backend options or ``HWBENCH_XLA_SMALL_LOOP_BYTES=0``). It changes how
+  loops are dispatched, not what they compute.
+* Gather/scatter from concrete indices. Connectivity arrays are closed over as numpy
+  constants, so the ops namespace sees the indices at trace time and lowers ``scatter_add``
+  to gathers over a precomputed neighbour table (``slots``): XLA's scatter is slow on CPU and,
+  being "unavailable" to the loop hoisting, would also keep the whole loop on the slow path.
+* 512-bit vectors (a per-compilation option, :data:`DEFAULT_COMPILER_OPTIONS`).
+
+JAX is imported lazily (inside functions), so importing this module costs nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,16 +46,41 @@ from hwbench.core.kernel import Kernel, Workload
 SCATTER_STRATEGIES = ("slots", "table", "segment_sum", "at_add", "onehot")
 # Picked by benchmarks/scatter_strategies.py (io-ehh, 729 and 8000 cells, fp32, 2-core CPU).
 DEFAULT_SCATTER = "slots"
-ONEHOT_MAX_ELEMENTS = 1 << 24  # dense one-hot matrices beyond this fall back to the table layout
+ONEHOT_MAX_ELEMENTS = 1 << 24  # dense one-hot matrices beyond this fall back to the default
+MAX_TABLE_WIDTH = 64  # neighbour tables wider than this (a hub) fall back to segment_sum ...
+MAX_TABLE_PADDING = 8  # ... as do tables with more than 8x padding over the entries they hold
 PROBE_BUFFER_ELEMENTS = 1 << 23  # probe values held per compiled call: bounds chunk_blocks
 
-# XLA:CPU options, measured in benchmarks/io_engines.py --tuning: 512-bit vectors (LLVM's default
-# preference is 256) and no YNNPACK fusions (their per-call overhead dwarfs the small reductions
-# of a time step). Neither changes elementwise results; both are per-compilation, not global.
-DEFAULT_COMPILER_OPTIONS: dict[str, Any] = {
-    "xla_cpu_prefer_vector_width": 512,
-    "xla_cpu_experimental_ynn_fusion_type": "",
-}
+# Per-compilation XLA:CPU options: prefer 512-bit vectors (LLVM's default preference is 256).
+# Dropped again (compiled without) if an XLA build does not know them.
+DEFAULT_COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_prefer_vector_width": 512}
+
+SMALL_LOOP_ENV = "HWBENCH_XLA_SMALL_LOOP_BYTES"
+DEFAULT_SMALL_LOOP_BYTES = 1 << 30
+SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
+
+
+def prepare_xla_flags() -> bool:
+    """Let XLA:CPU compile small while loops into single kernels; True if XLA_FLAGS was set.
+
+    Must run before JAX's backend starts (XLA reads ``XLA_FLAGS`` once); afterwards it does
+    nothing. Leaves ``XLA_FLAGS`` alone when it already sets ``xla_backend_extra_options``, and
+    is disabled by ``HWBENCH_XLA_SMALL_LOOP_BYTES=0`` (any other value is the byte threshold).
+    """
+    limit = os.environ.get(SMALL_LOOP_ENV, "").strip() or str(DEFAULT_SMALL_LOOP_BYTES)
+    flags = os.environ.get("XLA_FLAGS", "")
+    if limit == "0" or "xla_backend_extra_options" in flags:
+        return False
+    if "jax" in sys.modules:
+        try:
+            from jax._src import xla_bridge
+
+            if xla_bridge.backends_are_initialized():
+                return False
+        except (ImportError, AttributeError):
+            return False
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_extra_options={SMALL_LOOP_OPTION}={int(limit)}".strip()
+    return True
 
 
 @contextlib.contextmanager
@@ -61,15 +99,22 @@ class JaxOps:
     """The ops namespace (:class:`hwbench.core.ops.Ops`) on ``jax.numpy``, used while tracing.
 
     ``scatter`` picks how ``scatter_add`` is lowered when the index is a concrete (numpy) array:
-    ``table`` (a padded (size, max in-degree) gather + row sum), ``segment_sum`` (sorted
-    segment sum), ``at_add`` (``.at[].add``) or ``onehot`` (dense one-hot matmul, small sizes).
-    A traced index always uses an unsorted segment sum.
+
+    * ``slots`` (default): a (max in-degree, size) neighbour table; pass k gathers every
+      target's k-th value and adds it, so each target sums left to right like a sequential loop;
+    * ``table``: the same table as (size, max in-degree), one gather and a row sum;
+    * ``segment_sum`` / ``at_add``: XLA scatter-add (sorted when the index is);
+    * ``onehot``: a dense one-hot matrix product (small sizes only).
+
+    Tables fall back to ``segment_sum`` when padding would blow up (a hub with a huge
+    in-degree); a traced index always uses an unsorted segment sum.
     """
 
     name = "jax"
     xp_name = "jax"
 
     def __init__(self, dtype: Any = np.float32, scatter: str = DEFAULT_SCATTER) -> None:
+        prepare_xla_flags()
         import jax
         import jax.numpy as jnp
 
@@ -116,14 +161,17 @@ class JaxOps:
         return self._jnp.less(x, y)
 
     def gather(self, x: Any, index: Any) -> Any:
-        # concrete indices were built in range by the workload; traced ones get clamped
-        mode = "promise_in_bounds" if isinstance(index, np.ndarray) else "clip"
-        return self._jnp.asarray(x).at[..., index].get(mode=mode)
+        x = self._jnp.asarray(x)
+        if isinstance(index, np.ndarray):  # checked here once, so the compiled gather can skip clamping
+            _check_index(index, x.shape[-1])
+            return x.at[..., index].get(mode="promise_in_bounds")
+        return x.at[..., index].get(mode="clip")
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
         jnp = self._jnp
         if not isinstance(index, np.ndarray):
             return self._jax.ops.segment_sum(values, index, num_segments=size)
+        _check_index(index, size)
         strategy, plan = self._plan(index, size)
         if strategy in ("table", "slots"):
             padded = jnp.concatenate([values, jnp.zeros((1,), dtype=values.dtype)])
@@ -151,7 +199,11 @@ class JaxOps:
         index_sorted = bool(np.all(index[1:] >= index[:-1]))
         strategy = self.scatter
         if strategy == "onehot" and size * len(index) > ONEHOT_MAX_ELEMENTS:
-            strategy = "table"
+            strategy = DEFAULT_SCATTER
+        if strategy in ("table", "slots"):
+            width = int(np.bincount(index, minlength=size).max(initial=0))
+            if width > MAX_TABLE_WIDTH or size * width > MAX_TABLE_PADDING * max(len(index), size):
+                strategy = "segment_sum"
         plan: Any
         if strategy == "table":
             plan = neighbour_table(index, size)
@@ -181,6 +233,12 @@ class JaxOps:
         return self._jnp.asarray(x).astype(dtype)
 
 
+def _check_index(index: np.ndarray, size: int) -> None:
+    """Concrete indices must address ``0..size-1``: the compiled gathers do not clamp them."""
+    if index.size and (index.min() < 0 or index.max() >= size):
+        raise UsageError(f"gather/scatter index out of range: {index.min()}..{index.max()} for size {size}")
+
+
 def neighbour_table(index: np.ndarray, size: int) -> np.ndarray:
     """(size, max count) positions into ``values`` per target, padded with ``len(index)``.
 
@@ -198,19 +256,6 @@ def neighbour_table(index: np.ndarray, size: int) -> np.ndarray:
     return table
 
 
-def _check_same_layout(new: Any, old: Any) -> None:
-    """A kernel step must return state of the same structure, shapes and dtypes (a silent
-    promotion, say float32 -> float64, would otherwise change the precision being measured)."""
-    import jax
-
-    new_leaves, new_tree = jax.tree_util.tree_flatten(new)
-    old_leaves, old_tree = jax.tree_util.tree_flatten(old)
-    if new_tree != old_tree or any((a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(new_leaves, old_leaves)):
-        got = [(a.shape, str(a.dtype)) for a in new_leaves]
-        want = [(b.shape, str(b.dtype)) for b in old_leaves]
-        raise UsageError(f"kernel step returned state {got}, expected {want} (same shapes and dtype)")
-
-
 @dataclass(frozen=True)
 class JaxTuning:
     """How the JAX engine lays out and compiles the loop (the defaults are the measured best).
@@ -218,7 +263,8 @@ class JaxTuning:
     ``scatter``: lowering of ``scatter_add`` for concrete indices (:data:`SCATTER_STRATEGIES`).
     ``split_rows``: carry a 2-D array state as separate rows through the loop, so XLA sees
     independent per-row updates instead of slicing and re-concatenating one buffer every step.
-    ``unroll``: steps unrolled inside a sample window. ``chunk_blocks``: sample windows per
+    ``unroll``: steps unrolled inside a sample window (measured harmful for io-ehh: XLA then
+    fuses across steps and recomputes shared terms; 2 was 5x slower). ``chunk_blocks``: sample windows per
     compiled call (None: as many as fit :data:`PROBE_BUFFER_ELEMENTS`, at most 1000).
     ``compiler_options``: XLA options for this compilation (None: the defaults, dropped again
     if this XLA build does not know them).
@@ -263,6 +309,8 @@ class JaxExecutor(Executor):
         with x64_mode(dtype):
             self._fparams = jax.device_put(self._fparams_host)
             self._compiled, self.compiler_options = self._compile(state0)
+        # whether XLA compiled the loops as single kernels (see prepare_xla_flags)
+        self.small_loop_kernels = "xla_cpu_small_call" in self._compiled.as_text()
 
     # ----------------------------------------------------------------------- tracing
     def _program(self, state: Any, inputs: Any, fparams: Any, step0: Any, t0: Any, nblocks: Any) -> Any:
@@ -285,7 +333,7 @@ class JaxExecutor(Executor):
                 counts = counts + jnp.asarray(ops.end_step(), dtype=jnp.int32).reshape(ncount)
             else:
                 new = kernel.step(ops, state, params, inputs, t)
-            _check_same_layout(new, state)
+            _loop.check_step_output(new, state)
             if rule is not None:
                 up = (state[rule.row] < rule.threshold) & (new[rule.row] >= rule.threshold) & (first < 0)
                 first = jnp.where(up, s.astype(first.dtype), first)
@@ -415,6 +463,7 @@ class JaxEngine(Engine):
         start = time.perf_counter()
         np_dtype = _loop.check_dtype(self.name, dtype, self.dtypes)
         se = _loop.resolve_sample_every(kernel, sample_every)
+        prepare_xla_flags()
         with x64_mode(np_dtype):
             ops: Any = JaxOps(np_dtype, scatter=self.tuning.scatter)
             if ops_wrapper is not None:

@@ -133,11 +133,13 @@ class NumpyExecutor(Executor):
         return RunOutput(state=state, probes=probe_arr, spikes=spikes, counters=_loop.counters_dict(names, totals))
 
     def _step(self, state: Any, inputs: dict[str, np.ndarray], t: int) -> Any:
-        if not self.stepped:
-            return self.kernel.step(self.ops, state, self.params, inputs, t)
-        self.ops.begin_step(self.steps_done + t)
-        new = self.kernel.step(self.ops, self.ops.load(state), self.params, inputs, t)
-        return _loop.state_to_host(self.ops.store(new), self.dtype, self.workload.state0)
+        if self.stepped:
+            self.ops.begin_step(self.steps_done + t)
+            new = self.ops.store(self.kernel.step(self.ops, self.ops.load(state), self.params, inputs, t))
+        else:
+            new = self.kernel.step(self.ops, state, self.params, inputs, t)
+        _loop.check_step_output(new, state)
+        return new
 
 
 class NumpyEngine(Engine):

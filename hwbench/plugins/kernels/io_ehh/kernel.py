@@ -27,12 +27,16 @@ NETWORK_OPTIONS: dict[str, float] = {"mean_degree": network.DEFAULT_MEAN_DEGREE,
 # (Re-checked by tests/kernels/test_io_ehh_physiology.py.)
 SPIKE_THRESHOLD_MV = 0.0
 
-# Operation counts of one step, per cell and per directed gap junction, from the equations in
-# model.py (arithmetic ops incl. integer powers as multiplies; exp counted apart). The test
-# tests/kernels/test_io_ehh_model.py re-derives them from the traced computation.
-ARITH_PER_CELL = 207
-EXP_PER_CELL = 23
-ARITH_PER_JUNCTION = 8
+# Floating-point operations of one step, counted from the equations in model.py: arithmetic
+# (+ - * /, negation, min; x**k as k-1 multiplies) and exp apart. A connected cell adds the g_gj
+# product and the subtraction of its gap-junction current; each directed junction costs the
+# difference of two gathered voltages, the Cx36 map and its exp. The scatter-add's sums are not
+# counted (they depend on the lowering). tests/kernels/test_io_ehh_model.py re-derives all five
+# from the traced computation.
+ARITH_PER_CELL = 236
+EXP_PER_CELL = 21
+ARITH_PER_CONNECTED_CELL = 2
+ARITH_PER_JUNCTION = 7
 EXP_PER_JUNCTION = 1
 
 
@@ -116,7 +120,8 @@ class IoEhhKernel(Kernel):
     def flops_per_step(self, workload: Workload) -> float:
         """Arithmetic operations per step, exp counted as one (see ARITH_/EXP_PER_* for the split)."""
         ngj = len(workload.arrays.get("src", ()))
-        return float(workload.size * (ARITH_PER_CELL + EXP_PER_CELL) + ngj * (ARITH_PER_JUNCTION + EXP_PER_JUNCTION))
+        per_cell = ARITH_PER_CELL + EXP_PER_CELL + (ARITH_PER_CONNECTED_CELL if ngj else 0)
+        return float(workload.size * per_cell + ngj * (ARITH_PER_JUNCTION + EXP_PER_JUNCTION))
 
     def bytes_per_step(self, workload: Workload) -> float:
         """Minimum memory traffic of one fused float32 step.

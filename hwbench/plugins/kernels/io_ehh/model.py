@@ -173,14 +173,20 @@ def axon(ops: Ops, s: dict[str, Array], p: dict[str, Any]) -> dict[str, Array]:
 
 
 # ------------------------------------------------------------------------------- dendrite
-def dend_cah(ops: Ops, V: Array, r: Array, p: dict[str, Any]) -> tuple[Array, Array]:
-    """High-threshold calcium (CaH): current, dr/dt.
+def cah_rates(ops: Ops, V: Array) -> tuple[Array, Array]:
+    """alpha_r and beta_r of the high-threshold calcium gate.
 
     beta_r is 0/0 at V = -8.5 (removable singularity), kept in the spec's form on purpose.
     """
-    I_CaH = p["g_CaH"] * r**2 * (V - p["V_Ca"])
     alpha_r = 1.7 / (1 + ops.exp(-(V - 5) / 13.9))
     beta_r = 0.02 * (V + 8.5) / (ops.exp((V + 8.5) / 5) - 1)
+    return alpha_r, beta_r
+
+
+def dend_cah(ops: Ops, V: Array, r: Array, p: dict[str, Any]) -> tuple[Array, Array]:
+    """High-threshold calcium (CaH): current, dr/dt."""
+    I_CaH = p["g_CaH"] * r**2 * (V - p["V_Ca"])
+    alpha_r, beta_r = cah_rates(ops, V)
     r_inf = alpha_r / (alpha_r + beta_r)
     return I_CaH, 0.2 * (r_inf - r) * (alpha_r + beta_r)
 

@@ -1,0 +1,164 @@
+"""io-ehh workloads: torus connectivity, parameters, initial state, save/load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import Workload
+from hwbench.core.plugins import load_registry
+from hwbench.plugins.kernels.io_ehh import IoEhhKernel, model, network
+
+KERNEL = IoEhhKernel()
+
+
+@pytest.fixture(scope="module")
+def net729() -> Workload:
+    return KERNEL.make_workload(729, seed=11)
+
+
+def test_registered_through_the_plugin_host() -> None:
+    kernel = load_registry().kernel("io-ehh")
+    assert isinstance(kernel, IoEhhKernel)
+    assert kernel.info.state_names == list(model.STATE_NAMES)
+    assert kernel.info.sample_every == 40 and kernel.info.dt_ms == 0.025
+    assert kernel.spike_rule is not None and kernel.spike_rule.row == 0
+
+
+def test_same_seed_same_network_other_seed_other_network(net729: Workload) -> None:
+    again = KERNEL.make_workload(729, seed=11)
+    other = KERNEL.make_workload(729, seed=12)
+    for key in ("src", "tgt"):
+        np.testing.assert_array_equal(again.arrays[key], net729.arrays[key])
+    np.testing.assert_array_equal(again.state0, net729.state0)
+    assert not np.array_equal(other.arrays["src"], net729.arrays["src"])
+
+
+def test_every_pair_stored_in_both_directions_once(net729: Workload) -> None:
+    src, tgt = net729.arrays["src"].astype(np.int64), net729.arrays["tgt"].astype(np.int64)
+    forward = set(zip(src.tolist(), tgt.tolist()))
+    assert len(forward) == len(src)  # no duplicate directed entry
+    assert forward == set(zip(tgt.tolist(), src.tolist()))  # symmetric
+    assert not np.any(src == tgt)  # no self-connections
+
+
+def test_int32_sorted_by_target(net729: Workload) -> None:
+    src, tgt = net729.arrays["src"], net729.arrays["tgt"]
+    assert src.dtype == np.int32 and tgt.dtype == np.int32
+    assert np.all(np.diff(tgt) >= 0)
+    assert src.min() >= 0 and max(src.max(), tgt.max()) < 729
+
+
+@pytest.mark.parametrize("size", [64, 729, 8000])
+def test_mean_degree_is_ten(size: int) -> None:
+    """Pair counts are apportioned exactly, so ngj == 10 * ncells (tolerance: zero)."""
+    wl = KERNEL.make_workload(size, seed=1)
+    assert len(wl.arrays["src"]) == 10 * size == wl.meta["ngj"]
+    degree = np.bincount(wl.arrays["tgt"], minlength=size)
+    assert degree.mean() == 10.0
+    assert degree.max() < 40  # partners are spread, not piled on a few cells
+
+
+@pytest.mark.parametrize(("size", "rmax"), [(64, 2.0), (729, 4.0), (8000, 4.0)])
+def test_partners_closer_than_rmax_on_the_torus(size: int, rmax: float) -> None:
+    """rmax is 4 capped at n/2 (n = 4 -> 2); distances wrap around the torus."""
+    wl = KERNEL.make_workload(size, seed=2)
+    side = wl.meta["side"]
+    assert wl.meta["rmax"] == rmax
+    d = network.torus_distance(wl.arrays["src"], wl.arrays["tgt"], side)
+    assert d.min() >= 1.0 and d.max() < rmax
+
+
+def test_distances_follow_the_gaussian_profile() -> None:
+    """Corrected for lattice point counts, the distance histogram falls off like exp(-(r/4)^2):
+    nearest neighbours (r = 1) are the most common distance, and shells beyond r = 3 are rarer
+    than those below r = 2 (without the correction the r^2 growth of lattice points would win)."""
+    wl = KERNEL.make_workload(8000, seed=3)
+    d = network.torus_distance(wl.arrays["src"], wl.arrays["tgt"], 20)
+    r2, counts = np.unique(np.round(d**2).astype(int), return_counts=True)
+    assert r2[np.argmax(counts)] == 1
+    assert counts[r2 >= 10].sum() < counts[r2 <= 4].sum()
+
+
+def test_offsets_are_backward_and_probabilities_normalised() -> None:
+    offsets, r = network.backward_offsets(4.0)
+    assert len(offsets) == len({tuple(o) for o in offsets})
+    negated = {tuple(-o) for o in offsets}
+    assert not negated & {tuple(o) for o in offsets}  # never both d and -d: each pair drawn once
+    p = network.offset_probabilities(r, 4.0)
+    assert np.isclose(p.sum(), 1.0) and np.all(p > 0)
+    counts = network.pair_counts(p, 3645)
+    assert counts.sum() == 3645
+
+
+@pytest.mark.parametrize(("size", "expected"), [(700, "512 (8^3) or 729 (9^3)"), (1000, None), (27, "64 (4^3)")])
+def test_connected_size_must_be_a_cube(size: int, expected: str | None) -> None:
+    if expected is None:
+        assert KERNEL.make_workload(size, seed=0).meta["side"] == 10
+        return
+    with pytest.raises(UsageError, match="nearest valid sizes") as info:
+        KERNEL.make_workload(size, seed=0)
+    assert expected in str(info.value)
+
+
+def test_unconnected_accepts_any_size_and_has_no_connectivity() -> None:
+    wl = KERNEL.make_workload(100, connected=False, seed=0)
+    assert wl.arrays == {} and wl.meta["connected"] is False
+    assert wl.state0.shape == (14, 100)
+
+
+def test_initial_state_follows_the_spec() -> None:
+    wl = KERNEL.make_workload(4096, connected=False, seed=4)
+    for i, name in enumerate(model.STATE_NAMES):
+        row = wl.state0[i]
+        if name.startswith("V_"):
+            assert abs(row.mean() + 60) < 0.2 and abs(row.std() - 3) < 0.2
+        else:
+            assert np.all(row == model.INITIAL_STATE[name])
+    same_cells = KERNEL.make_workload(4096, connected=True, seed=4)
+    np.testing.assert_array_equal(same_cells.state0, wl.state0)  # connectivity draws do not shift V
+
+
+def test_parameter_overrides() -> None:
+    g = np.linspace(0.5, 1.4, 64)
+    wl = KERNEL.make_workload(64, seed=0, g_CaL=g, g_gj=0.02, rmax=3)
+    np.testing.assert_array_equal(wl.params["g_CaL"], g)
+    assert wl.params["g_gj"] == 0.02 and wl.params["g_Na_s"] == 150.0
+    assert wl.meta["rmax"] == 2.0  # still capped at n/2
+    with pytest.raises(UsageError, match="shape"):
+        KERNEL.make_workload(64, g_CaL=np.ones(63))
+    with pytest.raises(UsageError, match="no parameter 'g_cal'"):
+        KERNEL.make_workload(64, g_cal=1.0)
+    with pytest.raises(UsageError, match="I_app is an input"):
+        KERNEL.make_workload(64, I_app=1.0)
+    with pytest.raises(UsageError, match="positive integer"):
+        KERNEL.make_workload(0)
+
+
+def test_save_load_round_trip(tmp_path: Path, net729: Workload) -> None:
+    wl = KERNEL.make_workload(729, seed=5, g_CaL=np.full(729, 0.9), g_gj=0.04)
+    path = wl.save(tmp_path / "io.npz")
+    back = Workload.load(path)
+    assert (back.kernel, back.size, back.meta) == (wl.kernel, wl.size, wl.meta)
+    assert back.params.keys() == wl.params.keys()
+    for key, value in wl.params.items():
+        np.testing.assert_array_equal(back.params[key], value)
+    for key in ("src", "tgt"):
+        np.testing.assert_array_equal(back.arrays[key], wl.arrays[key])
+        assert back.arrays[key].dtype == np.int32
+    np.testing.assert_array_equal(back.state0, wl.state0)
+
+
+def test_costs_scale_with_size_and_connectivity() -> None:
+    small, big = KERNEL.make_workload(64, seed=0), KERNEL.make_workload(729, seed=0)
+    unconnected = KERNEL.make_workload(729, connected=False, seed=0)
+    assert KERNEL.flops_per_step(big) > KERNEL.flops_per_step(unconnected) > KERNEL.flops_per_step(small) > 0
+    assert KERNEL.bytes_per_step(big) > KERNEL.bytes_per_step(unconnected) > 0
+    est = KERNEL.memory_estimate(729)
+    assert KERNEL.memory_estimate(8000) > est > KERNEL.memory_estimate(729, connected=False)
+    # the estimate covers at least what the workload itself holds
+    held = big.state0.nbytes + sum(a.nbytes for a in big.arrays.values())
+    assert est > held
