@@ -5,9 +5,10 @@ runs under a profile that rounds *every* op class (a custom bf16-like format in 
 so every add, multiply, divide, exp, power, compare, gather/scatter and state store is rounded),
 with and without counters, for each rounding mode. Each configuration is built (compile time
 reported apart), warmed up, then timed as the minimum over ``--repeat`` runs of ``--steps``
-steps; the table gives us/step and the ratio to the native run measured here, side by side.
+steps, configurations timed in turns (so a change in machine load hits all of them alike);
+the table gives us/step and the ratio to the native run measured here, side by side.
 
-    python benchmarks/emulation_overhead.py [--cells 729] [--steps 4000] [--repeat 5]
+    python benchmarks/emulation_overhead.py [--cells 729] [--steps 400] [--repeat 15]
         [--modes nearest-even,stochastic] [--mantissa-bits 7] [--json]
 
 The issue's goal: full-rounding emulation (nearest-even, counters off) within 1.5x of native.
@@ -45,27 +46,35 @@ def full_profile(mode: RoundingMode, mantissa_bits: int) -> NumericsProfile:
     )
 
 
-def measure(engine: Any, kernel: Any, workload: Any, wrapper: Any, steps: int, repeat: int) -> dict[str, float]:
-    """Build (timed as setup), warm up, then the minimum wall time per step over ``repeat`` runs."""
-    build_start = time.perf_counter()
+def build(engine: Any, kernel: Any, workload: Any, wrapper: Any) -> tuple[Any, float]:
+    """Build (allocation + compilation, timed as setup) and warm up one configuration."""
+    start = time.perf_counter()
     executor = engine.build(kernel, workload, dtype="float32", ops_wrapper=wrapper)
-    setup = time.perf_counter() - build_start
+    setup = time.perf_counter() - start
+    executor.run(workload.state0, kernel.default_inputs(workload), 1)
+    return executor, setup
+
+
+def time_round_robin(
+    executors: dict[str, Any], kernel: Any, workload: Any, steps: int, repeat: int
+) -> dict[str, float]:
+    """Minimum wall time per step of each executor, timed in turns so load changes hit all alike."""
     nsamples = max(1, steps // kernel.info.sample_every)
     inputs = kernel.default_inputs(workload)
-    executor.run(workload.state0, inputs, 1)
-    best = float("inf")
+    best = dict.fromkeys(executors, float("inf"))
     for _ in range(repeat):
-        start = time.perf_counter()
-        executor.run(workload.state0, inputs, nsamples)
-        best = min(best, time.perf_counter() - start)
-    return {"setup_s": setup, "us_per_step": best / (nsamples * kernel.info.sample_every) * 1e6}
+        for label, executor in executors.items():
+            start = time.perf_counter()
+            executor.run(workload.state0, inputs, nsamples)
+            best[label] = min(best[label], time.perf_counter() - start)
+    return {label: t / (nsamples * kernel.info.sample_every) * 1e6 for label, t in best.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cells", type=int, default=729)
-    parser.add_argument("--steps", type=int, default=4000, help="steps per timed run (default: 100 ms of io-ehh)")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=400, help="steps per timed run (default: 10 ms of io-ehh)")
+    parser.add_argument("--repeat", type=int, default=15, help="timed runs per configuration (min is kept)")
     parser.add_argument("--modes", default="nearest-even,toward-zero,stochastic")
     parser.add_argument("--mantissa-bits", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
@@ -77,28 +86,25 @@ def main(argv: list[str] | None = None) -> int:
     engine = JaxEngine()
     kernel = IoEhhKernel()
     workload = kernel.make_workload(args.cells, connected=True, seed=0)
-    rows: list[dict[str, Any]] = []
-
-    def run(label: str, mode: str, counters: bool | None, wrapper: Any) -> None:
-        print(f"measuring {label} ...", file=sys.stderr)
-        rows.append(
-            {
-                "config": label,
-                "mode": mode,
-                "counters": counters,
-                **measure(engine, kernel, workload, wrapper, args.steps, args.repeat),
-            }
-        )
-
-    run("native", "-", None, None)
+    configs: list[tuple[str, str, bool | None, Any]] = [("native", "-", None, None)]
     for name in args.modes.split(","):
         mode = RoundingMode(name.strip())
         profile = full_profile(mode, args.mantissa_bits)
-        run(f"all classes, {mode.value}", mode.value, False, emulating_ops(profile, counters=False))
-        run(f"all classes, {mode.value}, counters", mode.value, True, emulating_ops(profile, counters=True))
-    native = rows[0]["us_per_step"]
+        configs.append((f"all classes, {mode.value}", mode.value, False, emulating_ops(profile, counters=False)))
+        configs.append(
+            (f"all classes, {mode.value}, counters", mode.value, True, emulating_ops(profile, counters=True))
+        )
+    executors: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for label, mode_name, counters, wrapper in configs:
+        print(f"building {label} ...", file=sys.stderr)
+        executors[label], setup = build(engine, kernel, workload, wrapper)
+        rows.append({"config": label, "mode": mode_name, "counters": counters, "setup_s": setup})
+    print("timing ...", file=sys.stderr)
+    us = time_round_robin(executors, kernel, workload, args.steps, args.repeat)
     for row in rows:
-        row["ratio"] = row["us_per_step"] / native
+        row["us_per_step"] = us[row["config"]]
+        row["ratio"] = row["us_per_step"] / us["native"]
 
     meta = {
         "kernel": "io-ehh",

@@ -26,10 +26,12 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   ascending connection order, rounding every partial sum to ``matmul_accumulate`` — what a
   dot product of the one-hot row with the values computes when the zero terms are exact.
   Cost O(targets x max in-degree), never a dense matrix.
-* Counters (per step, per op class): ``overflow`` (a result from finite operands beyond the
-  format's range: inf or saturated), ``underflow`` (a nonzero carrier result rounded to zero),
-  ``nonfinite`` (inf/NaN born in this op from finite operands), and ``store.stalled`` (the
-  store rounding left a state value unchanged although the computed update changed it).
+* Counters, per step and op class: the number of elements in which an ``overflow`` (a result
+  from finite operands beyond the format's range: inf, or clamped), an ``underflow`` (a nonzero
+  carrier result rounded to zero) or a ``nonfinite`` result (inf/NaN born in this op from finite
+  operands) occurred; and ``store.stalled``: state elements the store rounding left unchanged
+  although the computed update changed them. See :mod:`hwbench.accuracy.event_counts` for why
+  they are elements-with-events and how they stay cheap.
 """
 
 from __future__ import annotations
@@ -52,7 +54,17 @@ from hwbench.accuracy.rounding import round_float
 from hwbench.core.errors import UsageError
 from hwbench.core.ops import OpClass, Ops
 
-__all__ = ["COUNTER_NAMES", "EVENTS", "EmulatingOps", "EmulationWrapper", "Rule", "emulating_ops", "resolve_rules"]
+__all__ = [
+    "COUNTER_NAMES",
+    "EVENTS",
+    "EmulatingOps",
+    "EmulationWrapper",
+    "Rule",
+    "emulating_ops",
+    "representable_in",
+    "resolve_rules",
+    "segment_table",
+]
 
 EVENTS = ("overflow", "underflow", "nonfinite")
 COUNTER_NAMES: tuple[str, ...] = (*(f"{c.value}.{e}" for c in OpClass for e in EVENTS), "store.stalled")
@@ -86,6 +98,7 @@ class Rule:
 
     @property
     def active(self) -> bool:
+        """Whether the class differs from native arithmetic at all (results or operands)."""
         return self.rounds or self.input_fmt is not None
 
 
@@ -161,7 +174,8 @@ class EmulationWrapper:
 def emulating_ops(profile: NumericsProfile, *, counters: bool = True, seed: int = 0) -> EmulationWrapper:
     """An ``ops_wrapper`` that makes an engine compute with ``profile``'s arithmetic.
 
-    ``counters`` turns the per-step event counts on (they cost a few reductions per op);
+    ``counters`` turns the per-step event counts on (a few elementwise operations per op and a
+    few reductions per step);
     ``seed`` keys stochastic rounding and error models (32 bits are used). A profile that
     changes nothing on the engine's dtype gives the engine's raw ops back unchanged.
     """
@@ -232,7 +246,7 @@ class EmulatingOps:
     def end_step(self) -> Any:
         if self._tally is None:
             return self._be.xp.zeros((0,), dtype=self._be.xp.int32)
-        return self._tally.totals()
+        return self._tally.totals(self._step)
 
     def load(self, state: Any) -> Any:
         raw = unwrap(state)
@@ -310,9 +324,11 @@ class EmulatingOps:
             # nonzero product per row, so the accumulation only rounds to its own format.
             src, tag = self._round_result(self.rules[OpClass.MATMUL_INPUT], v, tag)
             before, tag = self._round_result(self.rules[OpClass.MATMUL_ACCUMULATE], self.raw.gather(src, idx), tag)
+            before = self._one_hot_contamination(src, before)
         else:
             before = self.raw.gather(self._in(rule, v, tag), idx)
-        return self._finish(rule, before, (v,), elementwise=False, tag=tag)
+            tag = _tag_in(rule, tag)
+        return self._finish(rule, before, (v,), elementwise=False, tag=tag, exact=True)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> EmuArray:
         rule = self.rules[OpClass.GATHER]
@@ -371,8 +387,8 @@ class EmulatingOps:
         rule = self.rules[OpClass.COMPARE]
         (vx, tx), (vy, ty) = self._operand(x), self._operand(y)
         before = fn(self._in(rule, vx, tx), self._in(rule, vy, ty))
-        tag = _common(_tag_after(rule, tx), _tag_after(rule, ty))
-        return self._finish(rule, before, (vx, vy), tag=tag)
+        tag = _common(_tag_in(rule, tx), _tag_in(rule, ty))
+        return self._finish(rule, before, (vx, vy), tag=tag, exact=True)
 
     def _integer_power(self, x: Any, k: int) -> EmuArray:
         """``x ** k`` as XLA's ``integer_pow`` computes it: square-and-multiply, MUL-rounded."""
@@ -421,12 +437,24 @@ class EmulatingOps:
         return self._round_to(x, fmt, rule.mode, rule.random_bits)
 
     def _finish(
-        self, rule: Rule, before: Any, inputs: tuple[Any, ...], *, elementwise: bool = True, tag: Any = None
+        self,
+        rule: Rule,
+        before: Any,
+        inputs: tuple[Any, ...],
+        *,
+        elementwise: bool = True,
+        tag: FloatFormat | None = None,
+        exact: bool = False,
     ) -> EmuArray:
+        """Round an op's carrier result per ``rule``, count its events, wrap it.
+
+        ``exact``: the operation itself only moves or selects values (gather, where, minimum),
+        so it has events to count only when its result is rounded.
+        """
         if not self._be.is_float(before):  # comparisons: booleans are exact
             return EmuArray(before, self)
         after, tag = self._round_result(rule, before, tag)
-        if self._tally is not None and (rule.rounds or rule.cls is not OpClass.COMPARE):
+        if self._tally is not None and (rule.rounds or not exact):
             self._count(rule, before, after, inputs, elementwise=elementwise)
         return EmuArray(after, self, tag)
 
@@ -482,14 +510,37 @@ class EmulatingOps:
         acc = self.rules[OpClass.MATMUL_ACCUMULATE]
         table = self._segment_table(index, size)
         if table is None:
-            return self._round_result(acc, self.raw.scatter_add(values, index, size))[0]
+            total = self._round_result(acc, self.raw.scatter_add(values, index, size))[0]
+            own = self.raw.scatter_add(
+                self._be.xp.where(self._be.isfinite(values), 0, 1).astype(values.dtype), index, size
+            )
+            return self._one_hot_contamination(values, total, own)
         if table.shape[1] == 0:
             return self._be.zeros((*values.shape[:-1], size), values.dtype)
-        padded = self._be.append_zero(values)
-        total = self._be.take(padded, table[:, 0])
+        be = self._be
+        padded = be.append_zero(values)
+        bad = be.xp.where(be.isfinite(padded), 0, 1)
+        total = self._round_result(acc, be.take(padded, table[:, 0]))[0]  # 0 + first term, rounded
+        own = be.take(bad, table[:, 0])
         for k in range(1, table.shape[1]):
-            total = self._round_result(acc, total + self._be.take(padded, table[:, k]))[0]
-        return total
+            total = self._round_result(acc, total + be.take(padded, table[:, k]))[0]
+            own = own + be.take(bad, table[:, k])
+        return self._one_hot_contamination(values, total, own)
+
+    def _one_hot_contamination(self, source: Any, result: Any, own: Any = None) -> Any:
+        """What the zero entries of a one-hot matrix do to infinities: ``0 * inf`` is NaN.
+
+        A dense product adds ``0 * x`` for every source element ``x`` outside the output's own
+        row entries, so one non-finite source element makes every other output NaN. ``own``
+        counts the non-finite elements an output takes with weight one (scatter-add); for a
+        gather that is the gathered element itself.
+        """
+        xp = self._be.xp
+        nonfinite = xp.sum(xp.where(self._be.isfinite(source), 0, 1), axis=-1, keepdims=True)
+        if own is None:
+            own = xp.where(self._be.isfinite(result), 0, 1)
+        nan = np.asarray(np.nan, dtype=self._np_dtype)
+        return xp.where(nonfinite - own > 0, nan, result)
 
     def _segment_table(self, index: Any, size: int) -> np.ndarray | None:
         """``(size, max in-degree)`` positions into the values, ascending, padded with ``len``."""
@@ -513,26 +564,33 @@ class EmulatingOps:
                 finite_in = f if finite_in is None else finite_in & f
         finite_out = be.isfinite(after)
         nonfinite = ~finite_out if finite_in is None else ~finite_out & finite_in
-        underflow = None
-        if not rule.rounds:  # carrier arithmetic: overflow means an infinity from finite operands
-            overflow = nonfinite & xp.isinf(after)
-        elif not np.isfinite(rule.max_value):
-            overflow = nonfinite & xp.isinf(after)
-            underflow = (before != 0) & (after == 0)
-        else:
+        underflow = (before != 0) & (after == 0) if rule.rounds else None
+        fmt = rule.fmt
+        if isinstance(fmt, FixedFormat) or (isinstance(fmt, FloatFormat) and not _overflows_to_inf(fmt)):
+            # saturating / NaN-on-overflow formats: a finite result beyond the range was clamped
             limit = np.asarray(rule.max_value, dtype=self._np_dtype)
             overflow = (xp.abs(before) > limit) & (~finite_out | (xp.abs(after) == limit))
             if finite_in is not None:
                 overflow = overflow & finite_in
-            underflow = (before != 0) & (after == 0)
+        else:  # IEEE overflow: an infinity born from finite operands (in the carrier or by rounding)
+            overflow = nonfinite & xp.isinf(after)
         self._tally.record(_EVENT_NAMES[rule.cls], (overflow, underflow, nonfinite), tuple(after.shape))
 
 
 _EVENT_NAMES = {c: tuple(f"{c.value}.{e}" for e in EVENTS) for c in OpClass}
 
 
+def _overflows_to_inf(fmt: FloatFormat) -> bool:
+    return fmt.has_inf and fmt.overflow == "inf"
+
+
 def _split(x: Any) -> tuple[Any, FloatFormat | None]:
     return (x.raw, x.fmt) if isinstance(x, EmuArray) else (x, None)
+
+
+def _tag_in(rule: Rule, tag: FloatFormat | None) -> FloatFormat | None:
+    """The format an operand tagged ``tag`` is known to lie in after ``rule``'s input rounding."""
+    return rule.input_fmt if rule.input_fmt is not None else tag
 
 
 def _tag_after(rule: Rule, tag: FloatFormat | None) -> FloatFormat | None:

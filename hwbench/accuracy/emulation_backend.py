@@ -107,6 +107,11 @@ def round_fixed_values(xp: Any, x: Any, fmt: FixedFormat, *, seed: int, counter:
     step is exact because the format fits the carrier (checked by the profile): scaling by a
     power of two, trunc/floor/rint, and integer-valued sums below ``2^precision``.
     """
+    with np.errstate(invalid="ignore", over="ignore"):  # numpy: inf and NaN inputs are expected
+        return _round_fixed(xp, x, fmt, seed, counter)
+
+
+def _round_fixed(xp: Any, x: Any, fmt: FixedFormat, seed: int, counter: Any) -> Any:
     from hwbench.accuracy.random_bits import uniform_bits
 
     dt = x.dtype

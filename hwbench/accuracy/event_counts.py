@@ -1,13 +1,16 @@
-"""Per-step event counters that cost elementwise work, not a reduction per operation.
+"""Per-step event counters that cost a few elementwise operations per op, not a reduction each.
 
-Counting overflow / underflow / non-finite events of every rounded operation with one
-reduction per event per operation would put hundreds of reductions into each step; XLA then
-re-computes the rounded values feeding each reduction inside its own fused loop, and the
-emulated kernel slows down by two orders of magnitude. Instead, each operation adds its event
-flags, packed into one int32 per element (10 bits per event), to an accumulator for its op class
-and result shape. Those adds fuse with the operation itself; :meth:`EventTally.totals` reduces
-each accumulator once per step. A field never wraps: an accumulator is reduced early when it has
-taken ``FIELD_MAX`` records.
+What is counted: for each counter name (``exp.nonfinite``, ``store.stalled``, ...), the number
+of array elements in which the event occurred at least once during the step.
+
+Why it is built this way. XLA on CPU fuses a cheap elementwise producer into *every* consumer,
+recomputing it, rather than storing it once. A reduction per event per operation would give a
+step hundreds of consumers of the rounded values, each recomputing the arithmetic that leads to
+them (two orders of magnitude slower, minutes of compilation). Here each operation ORs its event
+flags into one int32 bit-mask per result shape (one bit per counter name, assigned at trace
+time), so the whole step's events end in a handful of arrays. At the end of the step each mask
+is passed through a ``lax.cond`` — a boundary XLA does not fuse across, so the mask is computed
+once and stored — and its bits are counted with cheap reductions that read it from memory.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ from typing import Any
 
 __all__ = ["EventTally"]
 
-FIELD_BITS = 10
-FIELD_MAX = (1 << FIELD_BITS) - 1  # records an accumulator takes before it must be reduced
+BITS_PER_WORD = 31  # int32 masks; the sign bit stays unused so shifts stay simple
 
 
 class EventTally:
@@ -26,50 +28,59 @@ class EventTally:
     def __init__(self, xp: Any, names: tuple[str, ...]) -> None:
         self.xp = xp
         self.names = names
-        self._acc: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[Any, int]] = {}
-        self._totals: dict[str, Any] = {}
+        self._words: dict[tuple[tuple[int, ...], int], Any] = {}  # (shape, word) -> mask array
+        self._bits: dict[tuple[tuple[int, ...], str], tuple[int, int]] = {}  # (shape, name) -> (word, bit)
+        self._next: dict[tuple[int, ...], int] = {}  # shape -> bits assigned so far
 
     def reset(self) -> None:
-        self._acc = {}
-        self._totals = {}
+        self._words = {}
 
     def record(self, names: tuple[str, ...], masks: tuple[Any, ...], shape: tuple[int, ...]) -> None:
-        """Add one operation's event masks (at most three; None where an event cannot occur)."""
+        """OR one operation's event masks (None where an event cannot occur) into the step's masks."""
         xp = self.xp
-        packed = None
-        for i, mask in enumerate(masks):
+        for name, mask in zip(names, masks, strict=True):
             if mask is None:
                 continue
-            field = xp.where(mask, xp.asarray(1 << (FIELD_BITS * i), dtype=xp.int32), xp.asarray(0, dtype=xp.int32))
-            packed = field if packed is None else packed + field
-        if packed is None:
-            return
-        packed = xp.broadcast_to(packed, shape)
-        key = (names, shape)
-        acc, uses = self._acc.get(key, (None, 0))
-        acc = packed if acc is None else acc + packed
-        if uses + 1 == FIELD_MAX:
-            self._reduce(names, acc)
-            self._acc.pop(key, None)
-        else:
-            self._acc[key] = (acc, uses + 1)
+            word, bit = self._slot(shape, name)
+            flag = xp.where(mask, xp.asarray(1 << bit, dtype=xp.int32), xp.asarray(0, dtype=xp.int32))
+            flag = xp.broadcast_to(flag, shape)
+            prev = self._words.get((shape, word))
+            self._words[(shape, word)] = flag if prev is None else prev | flag
 
-    def totals(self) -> Any:
-        """This step's counts as an int32 vector ordered as ``names``; starts the next step."""
+    def totals(self, token: Any = None) -> Any:
+        """This step's counts as an int32 vector ordered as ``names``; clears the masks.
+
+        ``token`` is a traced integer (the step index) under JAX: the predicate of the
+        materialising ``lax.cond`` must not be a compile-time constant.
+        """
         xp = self.xp
-        for (names, _), (acc, _) in self._acc.items():
-            self._reduce(names, acc)
-        counts = [self._totals.get(name) for name in self.names]
+        totals: dict[str, Any] = {}
+        for (shape, word), mask in self._words.items():
+            stored = _materialise(xp, mask, token)
+            for (s, name), (w, bit) in self._bits.items():
+                if s == shape and w == word:
+                    count = xp.sum((stored >> bit) & 1, dtype=xp.int32)
+                    totals[name] = count if name not in totals else totals[name] + count
         self.reset()
-        if not counts:
+        if not self.names:
             return xp.zeros((0,), dtype=xp.int32)
         zero = xp.asarray(0, dtype=xp.int32)
-        return xp.stack([zero if c is None else xp.asarray(c, dtype=xp.int32) for c in counts])
+        return xp.stack([xp.asarray(totals.get(name, zero), dtype=xp.int32) for name in self.names])
 
-    def _reduce(self, names: tuple[str, ...], acc: Any) -> None:
-        xp = self.xp
-        for i, name in enumerate(names):
-            field = (acc >> (FIELD_BITS * i)) & FIELD_MAX
-            total = xp.sum(field, dtype=xp.int32)
-            prev = self._totals.get(name)
-            self._totals[name] = total if prev is None else prev + total
+    def _slot(self, shape: tuple[int, ...], name: str) -> tuple[int, int]:
+        key = (shape, name)
+        if key not in self._bits:
+            n = self._next.get(shape, 0)
+            self._bits[key] = divmod(n, BITS_PER_WORD)
+            self._next[shape] = n + 1
+        return self._bits[key]
+
+
+def _materialise(xp: Any, mask: Any, token: Any) -> Any:
+    if xp.__name__ == "numpy" or token is None or isinstance(token, int):
+        return mask
+    from jax import lax
+
+    # The branches must differ (XLA removes a conditional whose branches are the same); the
+    # second is never taken, global step indices are not negative.
+    return lax.cond(token >= 0, lambda m: m, lambda m: m & 0, mask)

@@ -52,7 +52,7 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
         and fmt.overflow == "inf"
         and fmt.special == "ieee"
         and (fmt.max_finite is None or fmt.max_finite == natural_max)
-        and fmt.mantissa_bits < m_c
+        and 1 <= fmt.mantissa_bits < m_c  # with no fraction bit the parity bit is the implicit one
     ):
         return None
     d = m_c - fmt.mantissa_bits

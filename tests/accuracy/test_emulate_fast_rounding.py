@@ -1,0 +1,96 @@
+"""The emulation's short rounding sequences are bit-identical to round_float, for every input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwbench.accuracy.emulation_backend import flat_index
+from hwbench.accuracy.fast_rounding import fast_rounder
+from hwbench.accuracy.formats import FORMATS, RoundingMode, custom_float
+from hwbench.accuracy.rounding import round_float
+
+MODES = list(RoundingMode)
+CARRIERS = {"float32": (np.float32, np.uint32, 23, 126), "float64": (np.float64, np.uint64, 52, 1022)}
+
+
+def special_values(dtype: type) -> np.ndarray:
+    """Zeros, infinities, NaNs with payloads, subnormals, the largest finite values, ties."""
+    info = np.finfo(dtype)
+    tiny = info.smallest_subnormal
+    vals = [0.0, -0.0, np.inf, -np.inf, np.nan, info.max, -info.max, info.tiny, tiny, -tiny, 1.0, -1.0, 1.5, 3.0]
+    out = np.array(vals, dtype=dtype)
+    udt = np.uint32 if dtype == np.float32 else np.uint64
+    width = 32 if dtype == np.float32 else 64
+    nan_payloads = np.array([(1 << (width - 1)) - 1, (((1 << (width - 1)) - 1) ^ ((1 << 12) - 1)) | 1], dtype=udt)
+    return np.concatenate([out, nan_payloads.view(dtype), np.nextafter(out[:4], 0)])
+
+
+def bit_patterns(dtype: type, seed: int, n: int = 4096) -> np.ndarray:
+    udt = np.uint32 if dtype == np.float32 else np.uint64
+    width = 32 if dtype == np.float32 else 64
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 2**width, size=n, dtype=np.uint64 if width == 64 else np.int64).astype(udt)
+    return np.concatenate([raw.view(dtype), special_values(dtype)])
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    udt = np.uint32 if a.dtype == np.float32 else np.uint64
+    return bool(np.array_equal(np.asarray(a).view(udt), np.asarray(b).view(udt)))
+
+
+def test_only_carrier_range_formats_take_the_short_path() -> None:
+    assert fast_rounder(FORMATS["bf16"], RoundingMode.NEAREST_EVEN, "float32") is not None
+    assert fast_rounder(FORMATS["tf32"], RoundingMode.STOCHASTIC, "float32") is not None
+    assert fast_rounder(FORMATS["fp16"], RoundingMode.NEAREST_EVEN, "float32") is None  # narrower range
+    assert fast_rounder(custom_float(7, -126, 127, subnormals="ftz"), RoundingMode.UP, "float32") is None
+    assert fast_rounder(custom_float(7, -126, 127, overflow="saturate"), RoundingMode.UP, "float32") is None
+    assert fast_rounder(FORMATS["fp32"], RoundingMode.NEAREST_EVEN, "float64") is None
+    assert fast_rounder(custom_float(0, -126, 127), RoundingMode.ODD, "float32") is None
+    assert fast_rounder(custom_float(30, -1022, 1023), RoundingMode.ODD, "float64") is not None
+
+
+@settings(max_examples=60)
+@given(
+    carrier=st.sampled_from(sorted(CARRIERS)),
+    mantissa=st.integers(0, 51),
+    mode=st.sampled_from(MODES),
+    random_bits=st.integers(1, 32),
+    seed=st.integers(0, 2**40),
+    counter=st.integers(0, 2**32 - 1),
+    data_seed=st.integers(0, 2**32 - 1),
+)
+def test_numpy_matches_round_float(
+    carrier: str, mantissa: int, mode: RoundingMode, random_bits: int, seed: int, counter: int, data_seed: int
+) -> None:
+    dtype, _, m_c, e = CARRIERS[carrier]
+    mantissa = 1 + mantissa % (m_c - 1)
+    fmt = custom_float(mantissa, -e, e + 1)
+    rounder = fast_rounder(fmt, mode, carrier)
+    assert rounder is not None
+    x = bit_patterns(dtype, data_seed)
+    got = rounder(np, x, seed=seed, counter=counter, random_bits=random_bits, index=flat_index(np, x.shape))
+    want = round_float(x, fmt, mode, seed=seed, counter=counter, random_bits=random_bits)
+    assert got.dtype == x.dtype
+    assert same_bits(got, want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_jax_matches_round_float(mode: RoundingMode) -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x = bit_patterns(np.float32, 7, n=20_000)
+    for mantissa in (1, 7, 10, 22):
+        fmt = custom_float(mantissa, -126, 127)
+        rounder = fast_rounder(fmt, mode, "float32")
+        assert rounder is not None
+
+        @jax.jit
+        def run(v, counter, rounder=rounder):
+            return rounder(jnp, v, seed=11, counter=counter, random_bits=9, index=flat_index(jnp, v.shape))
+
+        got = np.asarray(run(jnp.asarray(x), jnp.int32(5)))
+        assert same_bits(got, round_float(x, fmt, mode, seed=11, counter=5, random_bits=9))
