@@ -451,7 +451,7 @@ class Auditor:
         checkpoint = trace.checkpoints[0]
 
         def stepper() -> Any:
-            return device.executor(kernel, workload, mode=mode, profile=profile, sample_every=1)
+            return device.executor(kernel, workload, mode=mode, profile=profile, sample_every=1, counters=True)
 
         chunk_steps = round(250.0 / (kernel.info.dt_ms or 1.0)) + 1
         try:

@@ -95,9 +95,11 @@ class Device(ABC):
         dtype: str | None = None,
         profile: NumericsProfile | None = None,
         sample_every: int | None = None,
+        counters: bool = False,
     ) -> Executor:
         """An executor for ``kernel`` on this device (real SDK, or emulation on a local engine).
 
         ``profile`` replaces the mode's numerics profile (a user's own, or one with overrides);
-        ``sample_every`` overrides the kernel's steps per sample (1 for step-by-step forensics).
+        ``sample_every`` overrides the kernel's steps per sample (1 for step-by-step forensics);
+        ``counters`` asks an emulation for per-op-class event counts (slower: forensics only).
         """

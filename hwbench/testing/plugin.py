@@ -40,6 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "device" not in metafunc.fixturenames:
         return
+    for mark in metafunc.definition.iter_markers("parametrize"):  # the user parametrises it: stand aside
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        if "device" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)):
+            return
     marker = metafunc.definition.get_closest_marker("hwbench_devices")
     option = metafunc.config.getoption("--hwbench-devices", default=None)
     if marker is not None:

@@ -4,9 +4,10 @@ This is the founding study's route to TensorRT and to the GroqChip compiler. One
 (the TensorFlow graph the TensorFlow engine runs) is converted with tf2onnx (opset 17); the sample
 block is then built by chaining ``sample_every`` copies of that step inside one ONNX graph, with
 the spike bookkeeping and the probe. The result is a loop-free, 40-step fused model, as the study
-gave the GroqChip compiler, obtained at the conversion cost of one step (converting an unrolled
-TensorFlow block with tf2onnx takes minutes for io-ehh, and an ONNX ``Loop`` ran ~2.5x slower
-in ONNX Runtime than the unrolled graph).
+gave the GroqChip compiler, obtained at the conversion cost of one step: tf2onnx's time grows
+with the graph (an unrolled io-ehh block takes minutes on a small machine), and exporting a
+rolled TensorFlow loop gives an ONNX ``Loop``, which ONNX Runtime ran markedly slower than the
+unrolled graph.
 
 ONNX Runtime runs it with the best execution provider present (TensorRT, then CUDA, then CPU).
 Parameters and connectivity are constants in the model; the state lives in two runtime buffers
@@ -15,9 +16,11 @@ that swap roles every call (IOBinding), so only the probe, spikes and counters r
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,9 @@ PROVIDER_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 
 REQUIRED_MODULES = ("tensorflow", "tf2onnx", "onnx", "onnxruntime")
 
+BACK_TO_BACK = "remove_back_to_back"
+"""tf2onnx's optimizer that merges Cast chains (see :func:`_keep_casts`)."""
+
 
 def choose_providers(available: list[str]) -> list[str]:
     """TensorRT, then CUDA, then CPU, restricted to what this ONNX Runtime build offers."""
@@ -57,8 +63,8 @@ def choose_providers(available: list[str]) -> list[str]:
 def export_step(kg: KernelGraph) -> Any:
     """One step as an ONNX model: inputs ``data..., t0, g0, i[, first][, counts]``.
 
-    Outputs ``new_state_<j>``, ``probe`` and, where the block tracks them, ``first`` and
-    ``counts``. Input order follows the signature (the converter may rename inputs).
+    Outputs ``new_state_<j>``, ``probe`` and, where the block tracks them, ``first_out`` and
+    ``counts_out``. Input order follows the signature (the converter may rename inputs).
     """
     tf = import_tf()
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)
@@ -85,18 +91,46 @@ def export_step(kg: KernelGraph) -> Any:
         return out
 
     fn = tf.function(step, input_signature=signature, autograph=False)
-    model, _ = tf2onnx.convert.from_function(fn, input_signature=signature, opset=OPSET)
+    with _keep_casts():
+        model, _ = tf2onnx.convert.from_function(fn, input_signature=signature, opset=OPSET)
     foreign = sorted({n.op_type for n in model.graph.node if n.domain not in ("", "ai.onnx")})
     if foreign:  # tf2onnx leaves ops it cannot convert in place and carries on
         raise UnavailableError(f"tf2onnx could not convert TensorFlow op(s) {', '.join(foreign)} of this kernel")
     return model
 
 
+@contextlib.contextmanager
+def _keep_casts() -> Iterator[None]:
+    """Convert without tf2onnx's back-to-back optimizer, which merges cast chains.
+
+    It treats float types as lossless and folds float64 -> float32 -> float64 into nothing,
+    deleting exactly the roundings an emulating ops namespace (or a kernel) asks for with
+    ``astype``. ONNX Runtime itself keeps such chains. tf2onnx's ``from_function`` offers no way to
+    choose optimizers, so the entry is taken out of its registry for the conversion and put back;
+    a tf2onnx without that registry is refused rather than trusted to keep the roundings.
+    """
+    import tf2onnx.optimizer
+
+    registry = getattr(tf2onnx.optimizer, "_optimizers", None)
+    if not isinstance(registry, dict) or BACK_TO_BACK not in registry:
+        raise UnavailableError(
+            f"tf2onnx {tf2onnx.__version__}: cannot switch off its cast-chain folding ({BACK_TO_BACK}), "
+            "which would delete float roundings; use tf2onnx 1.16-1.17"
+        )
+    saved = dict(registry)
+    registry.pop(BACK_TO_BACK)
+    try:
+        yield
+    finally:
+        registry.clear()
+        registry.update(saved)
+
+
 def unroll_block(step_model: Any, kg: KernelGraph) -> Any:
     """Chain ``sample_every`` copies of the step model into one loop-free block model.
 
     Graph inputs: ``state_<j>``, ``in_<key>``, ``t0``, ``g0``; outputs: ``new_state_<j>``,
-    ``probe`` (of the last step), ``spikes`` (``_loop.SPIKE_DTYPE``) and ``counters`` where tracked. The copies
+    ``probe`` (of the last step), ``spikes`` (int16) and ``counters`` where tracked. The copies
     share the step's initializers (parameters, connectivity); only tensors computed per step are
     renamed, and nodes whose results nobody uses (the probes of earlier steps) are dropped.
     """
@@ -155,10 +189,9 @@ def unroll_block(step_model: Any, kg: KernelGraph) -> Any:
 
     outputs = [helper.make_node("Identity", [s], [f"new_state_{j}"]) for j, s in enumerate(state)]
     outputs.append(helper.make_node("Identity", [probe], ["probe"]))
-    out_info = [
-        helper.make_tensor_value_info(f"new_state_{j}", _onnx_float(kg), list(s)) for j, s in enumerate(kg.state_shapes)
-    ]
-    out_info.append(helper.make_tensor_value_info("probe", _onnx_float(kg), None))
+    step_out = {x.name: x for x in g.output}
+    out_info = [_renamed_value(step_out[f"new_state_{j}"], f"new_state_{j}") for j in range(nstate)]
+    out_info.append(_renamed_value(step_out["probe"], "probe"))
     if first is not None:
         spike_type = helper.np_dtype_to_tensor_dtype(np.dtype(_loop.SPIKE_DTYPE))
         outputs.append(helper.make_node("Cast", [first], ["spikes"], to=spike_type))
@@ -171,20 +204,64 @@ def unroll_block(step_model: Any, kg: KernelGraph) -> Any:
     graph = helper.make_graph(
         nodes,
         "hwbench_block",
-        [_renamed_input(x, name) for x, name in zip(g.input[: ndata + 2], [*data_names, "t0", "g0"])],
+        [_renamed_value(x, name) for x, name in zip(g.input[: ndata + 2], [*data_names, "t0", "g0"])],
         out_info,
         [t for t in initializers if t.name in used],
     )
     return helper.make_model(graph, opset_imports=step_model.opset_import, ir_version=step_model.ir_version)
 
 
-def _onnx_float(kg: KernelGraph) -> int:
-    from onnx import TensorProto
+def fast_gathers(model: Any) -> Any:
+    """A copy of ``model`` whose 1-D ``Gather`` nodes are ``GatherElements`` (same results).
 
-    return TensorProto.DOUBLE if kg.np_dtype == np.float64 else TensorProto.FLOAT
+    ONNX Runtime's CPU ``Gather`` copies one element per index through a generic block-copy
+    path, which made the gap-junction gathers dominate a step at thousands of cells;
+    ``GatherElements`` on the same 1-D data is a tight loop. Only gathers from rank-1 data are
+    rewritten (indices of other ranks are flattened and the result reshaped back), so the
+    rewrite is pure data movement. The exported model (``OnnxExecutor.model``) stays as
+    tf2onnx made it; only the model ONNX Runtime runs is rewritten.
+    """
+    import onnx
+    from onnx import helper, numpy_helper
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    graph = out.graph
+    inferred = onnx.shape_inference.infer_shapes(model).graph
+    rank = {t.name: len(t.dims) for t in graph.initializer}
+    for vi in [*inferred.input, *inferred.value_info, *inferred.output]:
+        if vi.type.tensor_type.HasField("shape"):
+            rank[vi.name] = len(vi.type.tensor_type.shape.dim)
+    nodes = []
+    flat_shape = "hwb_flat_shape"
+    need_flat = False
+    for node in graph.node:
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        if node.op_type != "Gather" or node.domain not in ("", "ai.onnx") or axis not in (0, -1):
+            nodes.append(node)
+            continue
+        data, index = node.input
+        if rank.get(data) != 1 or index not in rank:
+            nodes.append(node)
+        elif rank[index] == 1:
+            nodes.append(helper.make_node("GatherElements", [data, index], list(node.output), name=node.name, axis=0))
+        else:
+            need_flat = True
+            base = f"{node.name}/hwb"
+            nodes += [
+                helper.make_node("Reshape", [index, flat_shape], [f"{base}_idx"], name=f"{base}_flatten"),
+                helper.make_node("GatherElements", [data, f"{base}_idx"], [f"{base}_val"], name=node.name, axis=0),
+                helper.make_node("Shape", [index], [f"{base}_shape"], name=f"{base}_shape"),
+                helper.make_node("Reshape", [f"{base}_val", f"{base}_shape"], list(node.output), name=f"{base}_back"),
+            ]
+    if need_flat:
+        graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), flat_shape))
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return out
 
 
-def _renamed_input(value_info: Any, name: str) -> Any:
+def _renamed_value(value_info: Any, name: str) -> Any:
     import onnx
 
     out = onnx.ValueInfoProto()
@@ -263,10 +340,13 @@ class OnnxExecutor(Executor):
             for j, (src, dst) in enumerate(zip(cur, nxt)):
                 binding.bind_ortvalue_input(f"state_{j}", src)
                 binding.bind_ortvalue_output(f"new_state_{j}", dst)
+            # named arrays stay alive through the run (ONNX Runtime may use their memory in place)
+            t0 = np.array(k * se, np.int32)
+            g0 = np.array(global_step(self.global_step, k * se), np.int32)
             if "t0" in self._inputs:
-                binding.bind_cpu_input("t0", np.array(k * se, np.int32))
+                binding.bind_cpu_input("t0", t0)
             if "g0" in self._inputs:
-                binding.bind_cpu_input("g0", np.array(global_step(self.global_step, k * se), np.int32))
+                binding.bind_cpu_input("g0", g0)
             self._bind_host_output("probe", probes[k])
             if spikes is not None:
                 self._bind_host_output("spikes", spikes[k])
@@ -292,6 +372,16 @@ class OnnxEngine(Engine):
     name = "onnx"
     dtypes = SUPPORTED_DTYPES
     summary = "ONNX Runtime (TensorRT > CUDA > CPU) on the tf2onnx export, one sample block per call"
+
+    def __init__(self, *, threads: int | None = None, spin: bool = False) -> None:
+        """``threads``: ONNX Runtime intra-op threads (None: its default, one per physical core).
+
+        ``spin``: let idle pool threads busy-wait for work. Off by default: a step is hundreds of
+        small nodes, and spinning threads compete for the cores with the host loop and with other
+        processes, which made runs markedly slower on a shared 2-core machine.
+        """
+        self.threads = threads
+        self.spin = spin
 
     def available(self) -> tuple[bool, str]:
         missing = [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
@@ -320,9 +410,12 @@ class OnnxEngine(Engine):
         model = unroll_block(export_step(kg), kg)
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only: provider fallbacks show in `provider`
+        if self.threads is not None:
+            options.intra_op_num_threads = int(self.threads)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spin else "0")
         providers = choose_providers(ort.get_available_providers())
         try:
-            session = ort.InferenceSession(model.SerializeToString(), options, providers=providers)
+            session = ort.InferenceSession(fast_gathers(model).SerializeToString(), options, providers=providers)
         except Exception as exc:  # ORT raises its own types (NotImplemented, Fail, InvalidGraph, ...)
             text = str(exc).strip()
             first_line = text.splitlines()[0] if text else type(exc).__name__

@@ -39,6 +39,7 @@ class TfOps:
     """
 
     name = "tensorflow"
+    xp_name = "tensorflow"
 
     def __init__(self, dtype: str = "float32") -> None:
         tf = import_tf()

@@ -77,12 +77,14 @@ class EmulatedDevice(Device):
         dtype: str | None = None,
         profile: NumericsProfile | None = None,
         sample_every: int | None = None,
+        counters: bool = False,
     ) -> Executor:
         mode = mode or self.default_mode
-        if profile is None and sample_every is None and self.detect_real():
+        if profile is None and sample_every is None and not counters and self.detect_real():
             return self.real_executor(kernel, workload, mode, engine, dtype)
         return emulated_executor(
-            kernel, workload, profile or self.numerics(mode), engine=engine, sample_every=sample_every
+            kernel, workload, profile or self.numerics(mode), engine=engine, sample_every=sample_every,
+            counters=counters,
         )
 
 
@@ -93,15 +95,18 @@ def emulated_executor(
     *,
     engine: str | None = None,
     sample_every: int | None = None,
+    counters: bool = False,
 ) -> Executor:
-    """Build ``kernel`` on a local engine (JAX by default) under ``profile``'s emulating ops."""
+    """Build ``kernel`` on a local engine (JAX by default) under ``profile``'s emulating ops.
+
+    ``counters`` (per-op-class event counts) roughly triples the cost of emulation, so it is off
+    except where forensics needs it."""
     from hwbench.accuracy.emulate import emulating_ops
     from hwbench.core.engines.select import pick_engine
     from hwbench.core.plugins import get_registry
 
     chosen = pick_engine(get_registry().engines, engine, profile.carrier)
-    executor = chosen.build(
-        kernel, workload, dtype=profile.carrier, sample_every=sample_every, ops_wrapper=emulating_ops(profile)
-    )
+    wrapper = emulating_ops(profile, counters=counters)
+    executor = chosen.build(kernel, workload, dtype=profile.carrier, sample_every=sample_every, ops_wrapper=wrapper)
     executor.detail = f"emulating {profile.name}"
     return executor

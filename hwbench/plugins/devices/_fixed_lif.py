@@ -181,10 +181,14 @@ class FixedLifDevice(EmulatedDevice):
         engine: str | None = None,
         dtype: str | None = None,
         profile: NumericsProfile | None = None,
+        sample_every: int | None = None,
+        counters: bool = False,
     ) -> Executor:
         """The chip's integer model in numpy int64 (``engine`` and ``dtype`` do not apply).
 
-        ``profile`` (a user's own, or one with overrides) supplies the mapping parameters.
+        ``profile`` (a user's own, or one with overrides) supplies the mapping parameters. The LIF
+        kernels sample every step and the integer model always counts its saturations, so
+        ``sample_every`` and ``counters`` change nothing here.
         """
         mode = mode or self.default_mode
         base = self.numerics(mode)  # validates the mode

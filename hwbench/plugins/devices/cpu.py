@@ -63,6 +63,7 @@ class CpuDevice(Device):
         dtype: str | None = None,
         profile: object = None,
         sample_every: int | None = None,
+        counters: bool = False,
     ) -> Executor:
         from hwbench.core.engines.select import pick_engine
         from hwbench.core.plugins import get_registry

@@ -66,8 +66,9 @@ MODES = ("default", "fp32-exact-vector")
 ROUTES = ("emulate", "groqware")
 ROUTE_ENV = "HWBENCH_GROQ_ROUTE"
 GROQWARE_ENGINE = "groqware"
-FAMILIES = ("conductance", "lif", "dl", "toy")
-"""Kernel families that are float arithmetic a tf2onnx export expresses (what the chip runs)."""
+NON_FLOAT_FAMILIES = ("fixed-point",)
+"""Kernel families whose arithmetic is not float32 graphs a tf2onnx export expresses (what the chip
+runs); every other family — built-in or a user's — is accepted, subject to capacity."""
 
 REDUCED_MANTISSA_BITS = Knob(
     10,
@@ -304,10 +305,10 @@ class GroqDevice(EmulatedDevice):
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
         """Float kernels within 220 MiB of SRAM and the one-hot instruction budget (see capacity)."""
         family = kernel.info.family
-        if family not in FAMILIES:
+        if family in NON_FLOAT_FAMILIES:
             return Support.no(
                 f"kernel family '{family}' has no GroqChip mapping: the chip runs float32 ONNX graphs exported "
-                f"from TensorFlow (supported families: {', '.join(FAMILIES)}); run it on a device built for it"
+                "from TensorFlow; run it on a device built for it"
             )
         if workload is None:
             return Support.yes("capacity (220 MiB SRAM, one-hot instruction budget) is checked for a built workload")
@@ -332,6 +333,7 @@ class GroqDevice(EmulatedDevice):
         dtype: str | None = None,
         profile: NumericsProfile | None = None,
         sample_every: int | None = None,
+        counters: bool = False,
     ) -> Executor:
         mode = mode or self.default_mode
         if dtype not in (None, "float32"):
@@ -340,7 +342,8 @@ class GroqDevice(EmulatedDevice):
         if engine == GROQWARE_ENGINE or self.route == "groqware" or (real and sample_every is None):
             return self.groqware_executor(kernel, workload, profile or self.numerics(mode), sample_every=sample_every)
         return emulated_executor(
-            kernel, workload, profile or self.numerics(mode), engine=engine, sample_every=sample_every
+            kernel, workload, profile or self.numerics(mode), engine=engine, sample_every=sample_every,
+            counters=counters,
         )
 
     def real_executor(

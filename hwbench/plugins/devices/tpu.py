@@ -184,10 +184,10 @@ class Bf16PassOps:
 class Bf16PassWrapper:
     """``ops_wrapper`` for engines: the profile's emulating ops with multi-pass bf16 matmuls."""
 
-    def __init__(self, profile: NumericsProfile, passes: int, split: str) -> None:
+    def __init__(self, profile: NumericsProfile, passes: int, split: str, *, counters: bool = False) -> None:
         from hwbench.accuracy.emulate import emulating_ops
 
-        self.inner = emulating_ops(profile)
+        self.inner = emulating_ops(profile, counters=counters)
         self.passes = passes
         self.split = split
 
@@ -301,15 +301,16 @@ class TpuV3Device(EmulatedDevice):
         dtype: str | None = None,
         profile: NumericsProfile | None = None,
         sample_every: int | None = None,
+        counters: bool = False,
     ) -> Executor:
         mode = mode or self.default_mode
-        if profile is None and sample_every is None and self.detect_real():
+        if profile is None and sample_every is None and not counters and self.detect_real():
             return self.real_executor(kernel, workload, mode, engine, dtype)
         return self.emulated(kernel, workload, profile or self.numerics(mode), engine=engine,
-                             sample_every=sample_every)
+                             sample_every=sample_every, counters=counters)
 
     def emulated(self, kernel: Kernel, workload: Workload, profile: NumericsProfile, *,
-                 engine: str | None = None, sample_every: int | None = None) -> Executor:
+                 engine: str | None = None, sample_every: int | None = None, counters: bool = False) -> Executor:
         """The emulation, with multi-pass matrix products where the profile asks for them."""
         from hwbench.core.engines.select import pick_engine
         from hwbench.core.plugins import get_registry
@@ -319,9 +320,9 @@ class TpuV3Device(EmulatedDevice):
         if passes == 1:
             from hwbench.accuracy.emulate import emulating_ops
 
-            wrapper: Any = emulating_ops(profile)
+            wrapper: Any = emulating_ops(profile, counters=counters)
         elif passes in PASS_TERMS and split in BF16_SPLIT.choices:
-            wrapper = Bf16PassWrapper(profile, passes, split)
+            wrapper = Bf16PassWrapper(profile, passes, split, counters=counters)
         else:
             raise UsageError(f"profile '{profile.name}': bf16_passes must be 1, 3 or 6 and bf16_split one of "
                              f"{', '.join(BF16_SPLIT.choices)}; got {passes}, {split!r}")
