@@ -117,7 +117,7 @@ def test_unsupported_family_is_refused_with_a_reason():
     kernel = LeakyRingKernel()
     kernel.info = kernel.info.model_copy(update={"family": "fixed-point"})
     answer = GroqDevice().supports(kernel, None)
-    assert not answer.ok and "family 'fixed-point'" in answer.reason and "conductance" in answer.reason
+    assert not answer.ok and "family 'fixed-point'" in answer.reason and "float32 ONNX" in answer.reason
 
 
 def test_probe_says_what_was_looked_for():

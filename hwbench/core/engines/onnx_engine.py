@@ -387,7 +387,7 @@ class OnnxEngine(Engine):
         missing = [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
         if missing:
             return False, f"{', '.join(missing)} not installed (pip install 'hwbench[onnx]')"
-        return True, ""
+        return True, f"{', '.join(REQUIRED_MODULES)} installed"
 
     def build(
         self,

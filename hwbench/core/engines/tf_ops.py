@@ -19,7 +19,7 @@ def tf_available() -> tuple[bool, str]:
     """Whether TensorFlow can be imported, without importing it (it takes seconds)."""
     if importlib.util.find_spec("tensorflow") is None:
         return False, "tensorflow is not installed (pip install 'hwbench[tf]')"
-    return True, ""
+    return True, "tensorflow installed"
 
 
 def import_tf() -> Any:
