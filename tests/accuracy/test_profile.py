@@ -43,10 +43,12 @@ def float_formats(draw: st.DrawFn) -> FloatFormat:
 @st.composite
 def fixed_formats(draw: st.DrawFn) -> FixedFormat:
     frac = draw(st.integers(0, 12))
+    signed = draw(st.booleans())
     return FixedFormat(
         name=draw(cited),
-        signed=draw(st.booleans()),
-        int_bits=draw(st.integers(0, 24 - frac)),
+        signed=signed,
+        # a format needs at least one bit (FixedFormat rejects 0-bit formats by design)
+        int_bits=draw(st.integers(0 if frac > 0 or signed else 1, 24 - frac)),
         frac_bits=frac,
         overflow=draw(st.sampled_from(["wrap", "saturate"])),
         rounding=draw(st.sampled_from(["toward-zero", "floor", "nearest-even", "nearest-away", "nearest-up"])),
