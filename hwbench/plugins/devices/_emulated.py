@@ -88,6 +88,28 @@ class EmulatedDevice(Device):
         )
 
 
+class KnobbedDevice(EmulatedDevice):
+    """A device whose profiles are built from (mode, documented knob values): ``--set`` overrides
+    go through the knobs' own validation and rebuild the whole profile, so derived entries follow."""
+
+    mode_knobs: dict[str, dict[str, Any]]  # mode -> {name: presets.Knob}
+
+    @staticmethod
+    def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
+        raise NotImplementedError
+
+    def profile_for(self, mode: str) -> NumericsProfile:
+        from hwbench.accuracy.presets import resolve_knobs
+
+        return self.build_profile(mode, resolve_knobs(self.name, self.mode_knobs[mode], {}))
+
+    def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
+        from hwbench.accuracy.presets import resolve_knobs
+
+        values = resolve_knobs(self.name, self.mode_knobs[profile.mode], {**profile.parameters, **overrides})
+        return self.build_profile(profile.mode, values)
+
+
 def emulated_executor(
     kernel: Kernel,
     workload: Workload,

@@ -37,7 +37,6 @@ from hwbench.accuracy.presets import (
     jax_on_device,
     knob_notes,
     native_profile,
-    resolve_knobs,
 )
 from hwbench.accuracy.profile import Confidence, NumericsProfile, OpNumerics
 from hwbench.core.device import DeviceSpec, ProbeResult, Support
@@ -46,7 +45,7 @@ from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass
-from hwbench.plugins.devices._emulated import EmulatedDevice, emulated_executor
+from hwbench.plugins.devices._emulated import KnobbedDevice, emulated_executor
 
 if TYPE_CHECKING:
     from hwbench.core.device import Device
@@ -213,8 +212,11 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
 
 
 # ----------------------------------------------------------------------------------- device
-class A100Device(EmulatedDevice):
+class A100Device(KnobbedDevice):
     """The founding study's NVIDIA A100 80GB, in its CUDA (fp32) and TensorRT (TF32) modes."""
+
+    mode_knobs = KNOBS
+    build_profile = staticmethod(build_profile)
 
     spec = DeviceSpec(
         name="a100",
@@ -265,13 +267,6 @@ class A100Device(EmulatedDevice):
         else:
             why = f"{gpus[0]} found, but neither JAX's CUDA plugin nor ONNX Runtime's TensorRT provider is installed"
         return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per its numerics profiles")
-
-    def profile_for(self, mode: str) -> NumericsProfile:
-        return build_profile(mode, resolve_knobs(self.name, KNOBS[mode], {}))
-
-    def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
-        values = resolve_knobs(self.name, KNOBS[profile.mode], {**profile.parameters, **overrides})
-        return build_profile(profile.mode, values)
 
     def real_executor(
         self, kernel: Kernel, workload: Workload, mode: str, engine: str | None, dtype: str | None

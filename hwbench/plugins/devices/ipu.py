@@ -41,7 +41,6 @@ from hwbench.accuracy.presets import (
     footprint,
     knob_notes,
     native_profile,
-    resolve_knobs,
 )
 from hwbench.accuracy.profile import Confidence, NumericsProfile, OpNumerics
 from hwbench.core.device import DeviceSpec, ProbeResult, Support
@@ -50,7 +49,7 @@ from hwbench.core.errors import UsageError
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass
-from hwbench.plugins.devices._emulated import EmulatedDevice, emulated_executor
+from hwbench.plugins.devices._emulated import KnobbedDevice, emulated_executor
 
 if TYPE_CHECKING:
     from hwbench.core.device import Device
@@ -199,8 +198,11 @@ def ipu_hardware() -> str | None:
 
 
 # ----------------------------------------------------------------------------------- device
-class IpuDevice(EmulatedDevice):
+class IpuDevice(KnobbedDevice):
     """The founding study's Graphcore GC200 IPU (one of four in an M2000)."""
+
+    mode_knobs = KNOBS
+    build_profile = staticmethod(build_profile)
 
     spec = DeviceSpec(
         name="ipu",
@@ -237,13 +239,6 @@ class IpuDevice(EmulatedDevice):
             return ProbeResult(status="real", reason=f"real: {real} (fp32 mode; fp16-sr is emulated)")
         why = "Graphcore TensorFlow not installed" if not tf_ipu_installed() else "no IPU attached or configured"
         return ProbeResult(status="emulated", reason=f"{why}; arithmetic emulated per its numerics profiles")
-
-    def profile_for(self, mode: str) -> NumericsProfile:
-        return build_profile(mode, resolve_knobs(self.name, KNOBS[mode], {}))
-
-    def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
-        values = resolve_knobs(self.name, KNOBS[profile.mode], {**profile.parameters, **overrides})
-        return build_profile(profile.mode, values)
 
     def real_executor(
         self, kernel: Kernel, workload: Workload, mode: str, engine: str | None, dtype: str | None
