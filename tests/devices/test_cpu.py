@@ -7,11 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from hwbench.accuracy.presets import Knob, cpu_profile, footprint, knob_notes, resolve_knobs
+from hwbench.accuracy.presets import Knob, cpu_profile, knob_notes, resolve_knobs
 from hwbench.accuracy.profile import Confidence, NumericsProfile
 from hwbench.cli.main import main
 from hwbench.core import plugins as host
 from hwbench.core.errors import UsageError
+from hwbench.plugins.devices._support import footprint
 from hwbench.plugins.devices.cpu import CpuDevice
 from hwbench.plugins.kernels.leaky_ring import LeakyRingKernel
 

@@ -31,10 +31,7 @@ from hwbench.accuracy.presets import (
     STUDY_TABLE,
     XLA_CPU_NOTE,
     Knob,
-    capacity_support,
     faithful_exp,
-    footprint,
-    jax_on_device,
     knob_notes,
     native_profile,
 )
@@ -46,6 +43,7 @@ from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass
 from hwbench.plugins.devices._emulated import KnobbedDevice, emulated_executor
+from hwbench.plugins.devices._support import capacity_support, footprint, jax_on_device
 
 if TYPE_CHECKING:
     from hwbench.core.device import Device

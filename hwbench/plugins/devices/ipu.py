@@ -34,11 +34,8 @@ from hwbench.accuracy.presets import (
     STUDY,
     STUDY_TABLE,
     XLA_CPU_NOTE,
-    ContextExecutor,
     Knob,
-    capacity_support,
     faithful_exp,
-    footprint,
     knob_notes,
     native_profile,
 )
@@ -50,6 +47,7 @@ from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass
 from hwbench.plugins.devices._emulated import KnobbedDevice, emulated_executor
+from hwbench.plugins.devices._support import ContextExecutor, capacity_support, footprint
 
 if TYPE_CHECKING:
     from hwbench.core.device import Device

@@ -40,11 +40,7 @@ from hwbench.accuracy.presets import (
     STUDY_TABLE,
     XLA_CPU_NOTE,
     Knob,
-    capacity_support,
     faithful_exp,
-    footprint,
-    is_connected,
-    jax_on_device,
     knob_notes,
     resolve_knobs,
 )
@@ -56,6 +52,7 @@ from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass, Ops
 from hwbench.plugins.devices._emulated import EmulatedDevice
+from hwbench.plugins.devices._support import capacity_support, footprint, is_connected, jax_on_device
 
 if TYPE_CHECKING:
     from hwbench.core.device import Device
