@@ -25,8 +25,9 @@ def box_stats(values: np.ndarray) -> dict[str, float]:
     if not all_finite:  # a non-finite deviation is an infinite one; interpolating infs gives NaN
         x = np.where(np.isfinite(x), x, np.inf)
     q1, med, q3 = np.quantile(x, [0.25, 0.5, 0.75], method="linear" if all_finite else "nearest")
-    iqr = q3 - q1
-    inside = x[(x >= q1 - 1.5 * iqr) & (x <= q3 + 1.5 * iqr)]
+    with np.errstate(invalid="ignore"):  # inf - inf when most deviations are infinite
+        iqr = q3 - q1
+        inside = x[(x >= q1 - 1.5 * iqr) & (x <= q3 + 1.5 * iqr)]
     return {
         "min": float(x.min()),
         "q1": float(q1),

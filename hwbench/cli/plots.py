@@ -56,9 +56,15 @@ def bench_plot(result: BenchResult, path: str | Path) -> Path:
     return save_atomic(fig, Path(path))
 
 
-def _audit_colors(labels: list[str]) -> dict[str, str]:
-    palette = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
-    return {lab: palette[i % len(palette)] for i, lab in enumerate(labels)}
+DIVERGED_MV = 1e3  # deviations above this (and non-finite ones) are drawn at this level
+
+
+def _audit_colors(labels: list[str]) -> dict[str, object]:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20"].colors
+    order = [*range(0, 20, 2), *range(1, 20, 2)]  # the ten strong colours first, then their light pairs
+    return {lab: palette[order[i % 20]] for i, lab in enumerate(labels)}
 
 
 def audit_plots(data: dict, out_dir: Path) -> list[Path]:
@@ -122,11 +128,13 @@ def audit_plots(data: dict, out_dir: Path) -> list[Path]:
             if dev is not None:
                 ax2.semilogy(
                     t[: len(dev)],
-                    np.clip(np.where(np.isfinite(dev), dev, 1e38), 1e-9, 1e38),
+                    np.clip(np.where(np.isfinite(dev), dev, DIVERGED_MV), 1e-9, DIVERGED_MV),
                     color=colors[lab],
                     lw=0.8,
                     label=f"{lab} ({pdata.roles[lab]})",
                 )
+        ax2.axhline(DIVERGED_MV, color="k", lw=0.5, ls=":")
+        ax2.text(0, DIVERGED_MV, f" >= {DIVERGED_MV:g} mV or non-finite: diverged", va="bottom", fontsize=7)
         ax2.set_ylabel("max over cells |dV| outside spikes (mV)")
         ax2.set_xlabel("biological time (s)")
         ax2.legend(fontsize=7, loc="lower right")
