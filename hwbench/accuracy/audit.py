@@ -451,11 +451,26 @@ class Auditor:
         checkpoint = trace.checkpoints[0]
 
         def stepper() -> Any:
-            return device.executor(kernel, workload, mode=mode, profile=profile, sample_every=1, counters=True)
+            return device.executor(kernel, workload, mode=mode, profile=profile, sample_every=1)
+
+        def attribute(state: Any, inputs: dict[str, Any]) -> dict[str, int]:
+            """The violating step once more, on the numpy engine with counters (nothing to compile),
+            from the exact state the device had before it."""
+            from hwbench.accuracy.emulate import emulating_ops
+            from hwbench.core.engines.numpy_engine import NumpyEngine
+
+            numerics = profile or device.numerics(mode)
+            if numerics is None:
+                return {}
+            counting = emulating_ops(numerics, counters=True)
+            one = NumpyEngine().build(kernel, workload, dtype=numerics.carrier, sample_every=1, ops_wrapper=counting)
+            return one.run(state, inputs, 1).counters
 
         chunk_steps = round(250.0 / (kernel.info.dt_ms or 1.0)) + 1
         try:
-            return locate_violation(stepper, kernel, scenario, checkpoint, state_checker(kernel), max_steps=chunk_steps)
+            return locate_violation(
+                stepper, kernel, scenario, checkpoint, state_checker(kernel), max_steps=chunk_steps, attribute=attribute
+            )
         except Exception as exc:  # forensics must never hide the violation itself
             found = dict(trace.violation or {})
             found["forensics_error"] = f"{exc.__class__.__name__}: {exc}"

@@ -101,10 +101,13 @@ def locate_violation(
     check: Callable[[Any], dict[str, Any] | None],
     *,
     max_steps: int,
+    attribute: Callable[[Any, dict[str, Any]], dict[str, int]] | None = None,
 ) -> dict[str, Any] | None:
     """Replay from ``checkpoint`` one step at a time to find the first violating step.
 
-    ``build_stepper`` builds the same device/profile with one step per sample. Returns the
+    ``build_stepper`` builds the same device/profile with one step per sample. ``attribute``
+    (optional) recomputes the violating step with op-class counters when the stepper has none:
+    a counting program costs several times more to compile than the whole replay. Returns the
     violation with its biological time, the op-class counters of that step, the state of the cell
     before the step, and a plain-language explanation where the kernel has a known singularity.
     """
@@ -127,7 +130,8 @@ def locate_violation(
         step = step0 + k
         found["step"] = step
         found["t_ms"] = (step + 1) * dt
-        found["counters"] = {key: v for key, v in out.counters.items() if v}
+        counts = out.counters if out.counters or attribute is None else attribute(before, segment.inputs)
+        found["counters"] = {key: int(v) for key, v in counts.items() if v}
         prev = np.asarray(before if not isinstance(before, (tuple, list)) else before[0], dtype=np.float64)
         names = kernel.info.state_names
         if prev.ndim == 2:
