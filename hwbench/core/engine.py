@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from hwbench.core.errors import UnavailableError
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import Ops
 
@@ -83,8 +84,9 @@ class Engine(ABC):
     summary: str = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Every executor an engine builds carries the engine's name into results, whichever
-        engine (built-in or third-party) built it, without each ``build`` having to remember."""
+        """Every ``build`` — built-in or third-party — first refuses, with the reason, when its
+        library is missing here, and every executor it returns carries the engine's name into
+        results, without each ``build`` having to remember either."""
         super().__init_subclass__(**kwargs)
         build = cls.__dict__.get("build")
         if build is None or getattr(build, "_names_executor", False):
@@ -92,6 +94,9 @@ class Engine(ABC):
 
         @functools.wraps(build)
         def named_build(self: Engine, *args: Any, **kw: Any) -> Executor:
+            ok, reason = self.available()
+            if not ok:
+                raise UnavailableError(f"engine '{self.name}' is not available here: {reason}")
             executor = build(self, *args, **kw)
             if executor.engine_name == "unknown":
                 executor.engine_name = self.name
@@ -114,7 +119,7 @@ class Engine(ABC):
         sample_every: int | None = None,
         ops_wrapper: OpsWrapper | None = None,
     ) -> Executor:
-        """Allocate and compile; raise UnavailableError if the library is missing."""
+        """Allocate and compile (the base class has already refused a missing library)."""
 
 
 def kernel_params(workload: Workload, to_float: Callable[[Any], Any], to_int: Callable[[Any], Any]) -> dict[str, Any]:

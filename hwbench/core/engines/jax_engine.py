@@ -40,7 +40,7 @@ import numpy as np
 
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params
 from hwbench.core.engines import _loop
-from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, Workload
 
 SCATTER_STRATEGIES = ("slots", "table", "segment_sum", "at_add", "onehot")
@@ -457,9 +457,6 @@ class JaxEngine(Engine):
         sample_every: int | None = None,
         ops_wrapper: OpsWrapper | None = None,
     ) -> Executor:
-        ok, why = self.available()
-        if not ok:
-            raise UnavailableError(f"engine 'jax' unavailable: {why}")
         start = time.perf_counter()
         np_dtype = _loop.check_dtype(self.name, dtype, self.dtypes)
         se = _loop.resolve_sample_every(kernel, sample_every)

@@ -399,9 +399,6 @@ class OnnxEngine(Engine):
         ops_wrapper: OpsWrapper | None = None,
     ) -> Executor:
         _loop.check_dtype(self.name, dtype, self.dtypes)
-        ok, reason = self.available()
-        if not ok:
-            raise UnavailableError(f"engine '{self.name}' is not available here: {reason}")
         import_tf()  # importing the libraries is not part of setup
         import onnxruntime as ort
 

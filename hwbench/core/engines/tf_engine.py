@@ -26,7 +26,6 @@ import numpy as np
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params
 from hwbench.core.engines import _loop
 from hwbench.core.engines.tf_ops import TfOps, import_tf, tf_available
-from hwbench.core.errors import UnavailableError
 from hwbench.core.kernel import Kernel, Workload
 
 SUPPORTED_DTYPES = ("float32", "float64")
@@ -294,9 +293,6 @@ class TensorFlowEngine(Engine):
         ops_wrapper: OpsWrapper | None = None,
     ) -> Executor:
         _loop.check_dtype(self.name, dtype, self.dtypes)
-        ok, reason = self.available()
-        if not ok:
-            raise UnavailableError(f"engine '{self.name}' is not available here: {reason}")
         tf = import_tf()  # importing the library is not part of setup
         start = time.perf_counter()
         kg = kernel_graph(kernel, workload, dtype=dtype, sample_every=sample_every, ops_wrapper=ops_wrapper)
