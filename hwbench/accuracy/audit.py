@@ -30,6 +30,7 @@ from hwbench.core.device import Device
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.plugins import Registry
+from hwbench.core.runner import resolve_mode
 
 KERNEL = "io-ehh"
 REFINE_FACTORS = (10, 100)
@@ -217,11 +218,7 @@ class Auditor:
 
     def _resolve(self, c: Candidate) -> tuple[Candidate, Device, str, Any]:
         device = self.registry.device(c.device)
-        mode = c.mode or device.default_mode
-        if mode not in device.modes:
-            from hwbench.core.errors import unknown_name
-
-            raise unknown_name(f"mode of device '{device.name}'", mode, device.modes)
+        mode = resolve_mode(device, c.mode)
         probe = device.probe()
         if probe.status == "unavailable":
             raise UnavailableError(f"device '{device.name}' is unavailable here: {probe.reason}")

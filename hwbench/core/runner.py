@@ -15,7 +15,7 @@ import numpy as np
 
 from hwbench.core.device import Device
 from hwbench.core.engine import Executor, RunOutput
-from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.errors import UnavailableError, UsageError, unknown_name
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.plugins import Registry
 from hwbench.core.results import Timing
@@ -53,8 +53,6 @@ def resolve_mode(device: Device, mode: str | None) -> str:
     if mode is None:
         return device.default_mode
     if mode not in device.modes:
-        from hwbench.core.errors import unknown_name
-
         raise unknown_name(f"mode of device '{device.name}'", mode, device.modes)
     return mode
 
