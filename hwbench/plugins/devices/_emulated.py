@@ -82,10 +82,27 @@ class EmulatedDevice(Device):
         mode = mode or self.default_mode
         if profile is None and sample_every is None and not counters and self.detect_real():
             return self.real_executor(kernel, workload, mode, engine, dtype)
-        return emulated_executor(
-            kernel, workload, profile or self.numerics(mode), engine=engine, sample_every=sample_every,
+        return self.emulated(
+            kernel,
+            workload,
+            profile or self.numerics(mode),
+            engine=engine,
+            sample_every=sample_every,
             counters=counters,
         )
+
+    def emulated(
+        self,
+        kernel: Kernel,
+        workload: Workload,
+        profile: NumericsProfile,
+        *,
+        engine: str | None = None,
+        sample_every: int | None = None,
+        counters: bool = False,
+    ) -> Executor:
+        """The emulation of ``profile`` (override for arithmetic a profile alone cannot express)."""
+        return emulated_executor(kernel, workload, profile, engine=engine, sample_every=sample_every, counters=counters)
 
 
 class KnobbedDevice(EmulatedDevice):

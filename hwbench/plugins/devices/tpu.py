@@ -288,24 +288,6 @@ class TpuV3Device(EmulatedDevice):
         current = {k: v for k, v in profile.parameters.items() if k in KNOBS}
         return build_profile(profile.mode, resolve_knobs(self.name, KNOBS, {**current, **overrides}))
 
-    def executor(
-        self,
-        kernel: Kernel,
-        workload: Workload,
-        *,
-        mode: str | None = None,
-        engine: str | None = None,
-        dtype: str | None = None,
-        profile: NumericsProfile | None = None,
-        sample_every: int | None = None,
-        counters: bool = False,
-    ) -> Executor:
-        mode = mode or self.default_mode
-        if profile is None and sample_every is None and not counters and self.detect_real():
-            return self.real_executor(kernel, workload, mode, engine, dtype)
-        return self.emulated(kernel, workload, profile or self.numerics(mode), engine=engine,
-                             sample_every=sample_every, counters=counters)
-
     def emulated(self, kernel: Kernel, workload: Workload, profile: NumericsProfile, *,
                  engine: str | None = None, sample_every: int | None = None, counters: bool = False) -> Executor:
         """The emulation, with multi-pass matrix products where the profile asks for them."""
