@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--steps", type=int, default=4000, help="steps per timed run (default: 100 ms of io-ehh)")
-    parser.add_argument("--strategies", default="slots,table,segment_sum,at_add,onehot")
+    parser.add_argument("--strategies", default="passes,slots,table,segment_sum,at_add,onehot")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     args = parser.parse_args(argv)
 
@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
 
         nsamples = max(1, args.steps // 40)
         variants: dict[str, dict[str, Any]] = {f"scatter={s}": {"scatter": s} for s in strategies if s != "onehot"}
-        variants["scatter=slots, split_rows=False"] = {"scatter": "slots", "split_rows": False}
-        variants["scatter=slots, no compiler options"] = {"scatter": "slots", "compiler_options": {}}
+        variants["scatter=passes, split_rows=False"] = {"scatter": "passes", "split_rows": False}
+        variants["scatter=passes, no compiler options"] = {"scatter": "passes", "compiler_options": {}}
         print(f"[{size} cells] full io-ehh step, engine variants ...", file=sys.stderr)
         calls, setup = engine_variants(size, args.dtype, nsamples, variants)
         rows += rows_from("full io-ehh step (JaxEngine)", size, nsamples * 40, round_robin(calls, args.repeat), setup)

@@ -29,6 +29,7 @@ from hwbench.accuracy.verdict import Verdict, combine, floor, judge, regime
 from hwbench.core.device import Device
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.layout import pass_major_order
 from hwbench.core.plugins import Registry
 from hwbench.core.runner import resolve_mode
 
@@ -116,6 +117,7 @@ def reversed_sum_order(workload: Workload) -> Workload:
     """The same network with each cell's incoming gap junctions listed in reverse order."""
     src, tgt = workload.arrays["src"], workload.arrays["tgt"]
     order = np.lexsort((-np.arange(tgt.size), tgt))
+    order = order[pass_major_order(tgt[order], workload.size)]  # the layout engines sum fastest
     arrays = {**workload.arrays, "src": src[order], "tgt": tgt[order]}
     return Workload(
         workload.kernel,

@@ -52,6 +52,7 @@ from hwbench.accuracy.profile import CARRIER_FORMATS, ErrorModel, NumericsProfil
 from hwbench.accuracy.random_bits import uniform_bits
 from hwbench.accuracy.rounding import round_float
 from hwbench.core.errors import UsageError
+from hwbench.core.layout import neighbour_table as segment_table
 from hwbench.core.ops import OpClass, Ops
 
 __all__ = [
@@ -630,25 +631,6 @@ def representable_in(a: FloatFormat, b: FloatFormat) -> bool:
     if a.has_negative_zero and not b.has_negative_zero:
         return False
     return not (a.has_inf and (not b.has_inf or b.overflow == "saturate"))
-
-
-def segment_table(index: np.ndarray, size: int) -> np.ndarray:
-    """For each target ``t < size``, the positions ``j`` with ``index[j] == t`` in ascending order.
-
-    Returned as an int32 ``(size, kmax)`` array padded with ``len(index)`` (an appended zero).
-    """
-    idx = np.asarray(index).astype(np.int64).reshape(-1)
-    m = idx.size
-    if m and (idx.min() < 0 or idx.max() >= size):
-        raise UsageError(f"scatter_add index out of range: values must lie in 0..{size - 1}")
-    counts = np.bincount(idx, minlength=size)
-    kmax = int(counts.max()) if m else 0
-    order = np.argsort(idx, kind="stable")
-    starts = np.cumsum(counts) - counts
-    sorted_idx = idx[order]
-    table = np.full((size, kmax), m, dtype=np.int32)
-    table[sorted_idx, np.arange(m) - starts[sorted_idx]] = order
-    return table
 
 
 def _map_tree(fn: Callable[[Any], Any], x: Any) -> Any:

@@ -60,7 +60,6 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
     low = (1 << d) - 1
     mask = ((1 << width) - 1) ^ low
     sign = 1 << (width - 1)
-    inf = ((1 << (width - 1 - m_c)) - 1) << m_c
 
     def rounder(xp: Any, x: Any, *, seed: int = 0, counter: Any = 0, random_bits: int = 32, index: Any = None) -> Any:
         def u(c: int) -> Any:
@@ -83,8 +82,8 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
             rem = b & u(low)
             threshold = rem >> u(d - random_bits) if d >= random_bits else rem << u(random_bits - d)
             r = (b & u(mask)) + xp.where(rand < threshold, u(1 << d), u(0))
-        r = xp.where((b & u(sign - 1)) > u(inf), b, r)  # NaN keeps its bits
-        return _from_bits(xp, r, x.dtype)
+        # NaN keeps its bits; tested on the float (one compare) rather than on the bits (two ops)
+        return xp.where(xp.isnan(x), x, _from_bits(xp, r, x.dtype))
 
     return rounder
 

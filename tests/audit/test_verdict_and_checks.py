@@ -85,10 +85,17 @@ def test_state_checker_finds_first_violation(io_ehh):
 
 
 def test_explanation_names_the_singularity():
-    text = explain({
-        "t_ms": 5231.0, "cell": 17, "variable": "soma_x", "kind": "non-finite value", "value": float("nan"),
-        "counters": {"div.nonfinite": 1}, "cell_state_before": {"V_soma": -25.0001},
-    })
+    text = explain(
+        {
+            "t_ms": 5231.0,
+            "cell": 17,
+            "variable": "soma_x",
+            "kind": "non-finite value",
+            "value": float("nan"),
+            "counters": {"div.nonfinite": 1},
+            "cell_state_before": {"V_soma": -25.0001},
+        }
+    )
     assert text.startswith("t = 5.231 s, cell 17, soma_x")
     assert "removable singularity" in text and "0/0" in text
 
@@ -116,3 +123,16 @@ def test_parse_sizes():
     for bad in ("", "a", "5..2", "0"):
         with pytest.raises(UsageError):
             parse_sizes(bad, cube=True)
+
+
+def test_reversed_sum_order_reverses_each_cells_junctions_and_stays_pass_major() -> None:
+    from hwbench.accuracy.audit import reversed_sum_order
+    from hwbench.core.layout import pass_plan
+    from hwbench.plugins.kernels.io_ehh import IoEhhKernel
+
+    wl = IoEhhKernel().make_workload(64, connected=True, seed=3)
+    rev = reversed_sum_order(wl)
+    assert pass_plan(rev.arrays["tgt"], 64).is_pass_major
+    for cell in range(64):
+        forward = wl.arrays["src"][wl.arrays["tgt"] == cell]
+        np.testing.assert_array_equal(rev.arrays["src"][rev.arrays["tgt"] == cell], forward[::-1])

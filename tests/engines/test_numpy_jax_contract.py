@@ -16,7 +16,8 @@ from hwbench.core.plugins import load_registry
 from hwbench.plugins.kernels.io_ehh import IoEhhKernel
 
 pytest.importorskip("jax")
-from hwbench.core.engines.jax_engine import JaxEngine, neighbour_table, x64_mode
+from hwbench.core.engines.jax_engine import JaxEngine, x64_mode
+from hwbench.core.layout import pass_major_order
 
 KERNEL = IoEhhKernel()
 ENGINES = [NumpyEngine, JaxEngine]
@@ -170,7 +171,7 @@ def test_jax_float32_stays_float32_under_global_x64() -> None:
     np.testing.assert_array_equal(out.state, plain.state)
 
 
-@pytest.mark.parametrize("strategy", ["slots", "table", "segment_sum", "at_add", "onehot"])
+@pytest.mark.parametrize("strategy", ["passes", "slots", "table", "segment_sum", "at_add", "onehot"])
 def test_jax_scatter_strategies_equal_numpy_scatter(strategy: str) -> None:
     from hwbench.core.engines.jax_engine import JaxOps
 
@@ -184,21 +185,36 @@ def test_jax_scatter_strategies_equal_numpy_scatter(strategy: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
-def test_slots_sum_in_sequential_order_bit_for_bit() -> None:
-    """The default lowering adds each target's values left to right, like np.add.at (float32)."""
+@pytest.mark.parametrize("strategy", ["passes", "slots"])
+@pytest.mark.parametrize("layout", ["random", "sorted", "pass-major"])
+def test_scatter_sums_in_sequential_order_bit_for_bit(strategy: str, layout: str) -> None:
+    """The table lowerings add each target's values left to right, like np.add.at (float32)."""
     from hwbench.core.engines.jax_engine import JaxOps
 
     rng = np.random.default_rng(1)
-    index = np.sort(rng.integers(0, 100, 1000)).astype(np.int32)
-    values = (rng.normal(size=1000) * 10.0 ** rng.integers(-3, 4, 1000)).astype(np.float32)
-    want = NumpyOps(np.float32).scatter_add(values, index, 100)
-    got = np.asarray(JaxOps(np.float32, scatter="slots").scatter_add(values, index, 100))
+    index = rng.integers(0, 100, 1000).astype(np.int32)  # targets 0..99, some maybe empty
+    if layout == "sorted":
+        index = np.sort(index)
+    elif layout == "pass-major":
+        index = index[pass_major_order(index, 120)]
+    values = (rng.normal(size=(2, 1000)) * 10.0 ** rng.integers(-3, 4, 1000)).astype(np.float32)
+    want = np.stack([NumpyOps(np.float32).scatter_add(v, index, 120) for v in values])
+    got = np.asarray(JaxOps(np.float32, scatter=strategy).scatter_add(values, index, 120))
     np.testing.assert_array_equal(got, want)
 
 
-def test_neighbour_table_layout() -> None:
-    index = np.array([0, 0, 2, 2, 2], dtype=np.int32)
-    np.testing.assert_array_equal(neighbour_table(index, 4), [[0, 1, 5], [5, 5, 5], [2, 3, 4], [5, 5, 5]])
+def test_gather_through_a_pass_major_list_is_a_plain_gather() -> None:
+    """The ranking-plus-slices lowering returns exactly x[..., index]."""
+    from hwbench.core.engines.jax_engine import JaxOps
+
+    rng = np.random.default_rng(2)
+    index = rng.integers(0, 50, 300).astype(np.int32)
+    index = index[pass_major_order(index, 64)]
+    x = rng.normal(size=(3, 64)).astype(np.float32)
+    ops = JaxOps(np.float32)
+    assert ops._pass_major(index, 64) is not None
+    np.testing.assert_array_equal(np.asarray(ops.gather(x, index)), x[..., index])
+    np.testing.assert_array_equal(np.asarray(ops.gather(x, index[::-1].copy())), x[..., index[::-1]])
 
 
 def test_unknown_scatter_strategy() -> None:

@@ -18,8 +18,10 @@ What makes it fast on a small CPU (measured in ``benchmarks/scatter_strategies.p
   loops are dispatched, not what they compute.
 * Gather/scatter from concrete indices. Connectivity arrays are closed over as numpy
   constants, so the ops namespace sees the indices at trace time and lowers ``scatter_add``
-  to gathers over a precomputed neighbour table (``slots``): XLA's scatter is slow on CPU and,
-  being "unavailable" to the loop hoisting, would also keep the whole loop on the slow path.
+  to in-place slice additions, one pass per connection rank (``passes``): XLA's scatter is slow
+  on CPU and, being "unavailable" to the loop hoisting, would also keep the whole loop on the
+  slow path. Gathers are the costliest operation left (XLA:CPU loads them element by element),
+  so connection lists stored pass-major (as io-ehh's are) avoid all but one per connection.
 * 512-bit vectors (a per-compilation option, :data:`DEFAULT_COMPILER_OPTIONS`).
 
 JAX is imported lazily (inside functions), so importing this module costs nothing.
@@ -42,12 +44,13 @@ from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_
 from hwbench.core.engines import _loop
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.layout import PassPlan, check_index, neighbour_table, pass_plan
 
-SCATTER_STRATEGIES = ("slots", "table", "segment_sum", "at_add", "onehot")
+SCATTER_STRATEGIES = ("passes", "slots", "table", "segment_sum", "at_add", "onehot")
 # Picked by benchmarks/scatter_strategies.py (io-ehh, 729 and 8000 cells, fp32, 2-core CPU).
-DEFAULT_SCATTER = "slots"
+DEFAULT_SCATTER = "passes"
 ONEHOT_MAX_ELEMENTS = 1 << 24  # dense one-hot matrices beyond this fall back to the default
-MAX_TABLE_WIDTH = 64  # neighbour tables wider than this (a hub) fall back to segment_sum ...
+MAX_TABLE_WIDTH = 64  # tables / passes deeper than this (a hub) fall back to segment_sum ...
 MAX_TABLE_PADDING = 8  # ... as do tables with more than 8x padding over the entries they hold
 PROBE_BUFFER_ELEMENTS = 1 << 23  # probe values held per compiled call: bounds chunk_blocks
 
@@ -100,8 +103,12 @@ class JaxOps:
 
     ``scatter`` picks how ``scatter_add`` is lowered when the index is a concrete (numpy) array:
 
-    * ``slots`` (default): a (max in-degree, size) neighbour table; pass k gathers every
-      target's k-th value and adds it, so each target sums left to right like a sequential loop;
+    * ``passes`` (default): pass k adds every target's k-th value, targets ranked by in-degree
+      so each pass is a contiguous prefix (:class:`hwbench.core.layout.PassPlan`); a list stored
+      pass-major needs no gather to be summed, and ``gather`` through such a list (the targets'
+      own values) becomes one ranking gather plus slices. Each target sums left to right;
+    * ``slots``: a (max in-degree, size) neighbour table; pass k gathers every target's k-th
+      value and adds it (same order, but a gather per table entry, padding included);
     * ``table``: the same table as (size, max in-degree), one gather and a row sum;
     * ``segment_sum`` / ``at_add``: XLA scatter-add (sorted when the index is);
     * ``onehot``: a dense one-hot matrix product (small sizes only).
@@ -125,6 +132,7 @@ class JaxOps:
         self.dtype = np.dtype(dtype)
         self.scatter = scatter
         self._plans: dict[int, tuple[np.ndarray, Any]] = {}
+        self._gather_plans: dict[tuple[int, int], tuple[np.ndarray, PassPlan | None]] = {}
 
     def asarray(self, x: Any) -> Any:
         arr = self._jnp.asarray(x)
@@ -161,28 +169,40 @@ class JaxOps:
         return self._jnp.less(x, y)
 
     def gather(self, x: Any, index: Any) -> Any:
-        x = self._jnp.asarray(x)
-        if isinstance(index, np.ndarray):  # checked here once, so the compiled gather can skip clamping
-            _check_index(index, x.shape[-1])
+        jnp = self._jnp
+        x = jnp.asarray(x)
+        if not isinstance(index, np.ndarray):
+            return x.at[..., index].get(mode="clip")
+        check_index(index, x.shape[-1])  # checked here once, so the compiled gather can skip clamping
+        plan = self._pass_major(index, x.shape[-1]) if self.scatter == "passes" else None
+        if plan is None:
             return x.at[..., index].get(mode="promise_in_bounds")
-        return x.at[..., index].get(mode="clip")
+        # a pass-major target list is the ranked targets' prefixes, one per pass: one small
+        # gather (the ranking) and contiguous slices instead of one gather per connection
+        ranked = x.at[..., plan.ranked].get(mode="promise_in_bounds")
+        return jnp.concatenate([ranked[..., :c] for c in plan.counts], axis=-1)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
         jnp = self._jnp
         if not isinstance(index, np.ndarray):
             return self._jax.ops.segment_sum(values, index, num_segments=size)
-        _check_index(index, size)
+        check_index(index, size)
+        if index.size == 0:
+            return jnp.zeros((*values.shape[:-1], size), dtype=values.dtype)
         strategy, plan = self._plan(index, size)
+        if strategy == "passes":
+            return self._sum_passes(values, plan, size)
         if strategy in ("table", "slots"):
-            padded = jnp.concatenate([values, jnp.zeros((1,), dtype=values.dtype)])
+            values = jnp.asarray(values)
+            padded = jnp.concatenate([values, jnp.zeros((*values.shape[:-1], 1), dtype=values.dtype)], axis=-1)
             if strategy == "table":
-                return jnp.sum(padded.at[plan].get(mode="promise_in_bounds"), axis=1)
+                return jnp.sum(padded.at[..., plan].get(mode="promise_in_bounds"), axis=-1)
             # materialise the values once, then add slot by slot: target i gets its k-th
             # connection in pass k, i.e. the same left-to-right order as a sequential loop
             padded = self._jax.lax.optimization_barrier(padded)
-            out = padded.at[plan[0]].get(mode="promise_in_bounds")
+            out = padded.at[..., plan[0]].get(mode="promise_in_bounds")
             for row in plan[1:]:
-                out = out + padded.at[row].get(mode="promise_in_bounds")
+                out = out + padded.at[..., row].get(mode="promise_in_bounds")
             return out
         if strategy == "onehot":
             return jnp.matmul(plan.astype(values.dtype), values, precision=self._jax.lax.Precision.HIGHEST)
@@ -190,6 +210,35 @@ class JaxOps:
         if strategy == "segment_sum":
             return self._jax.ops.segment_sum(values, index, num_segments=size, indices_are_sorted=sorted_)
         return jnp.zeros(size, dtype=values.dtype).at[index].add(values, indices_are_sorted=sorted_)
+
+    def _sum_passes(self, values: Any, plan: PassPlan, size: int) -> Any:
+        """Scatter-add pass by pass: pass k adds every target's k-th value (list order per target).
+
+        Values of a pass-major list are summed from contiguous slices; any other list is put in
+        pass-major order by one gather first. Targets are ranked by in-degree, so pass k updates
+        a prefix of the accumulator in place; one gather at the end restores target order.
+        """
+        jnp = self._jnp
+        values = jnp.asarray(values)
+        if not plan.is_pass_major:
+            values = values.at[..., plan.order].get(mode="promise_in_bounds")
+        first = plan.counts[0]
+        acc = values[..., :first]
+        if first < size:  # targets without connections
+            acc = jnp.concatenate([acc, jnp.zeros((*values.shape[:-1], size - first), dtype=values.dtype)], axis=-1)
+        for offset, count in zip(plan.offsets[1:], plan.counts[1:]):
+            acc = acc.at[..., :count].add(values[..., offset : offset + count])
+        return acc.at[..., plan.inverse].get(mode="promise_in_bounds")
+
+    def _pass_major(self, index: np.ndarray, size: int) -> PassPlan | None:
+        """The pass plan of a gather index stored pass-major (None for any other index)."""
+        key = (id(index), size)
+        hit = self._gather_plans.get(key)
+        if hit is None or hit[0] is not index:
+            plan = pass_plan(index, size)
+            ok = plan.is_pass_major and 0 < len(plan.counts) <= MAX_TABLE_WIDTH
+            hit = self._gather_plans[key] = (index, plan if ok else None)
+        return hit[1]
 
     def _plan(self, index: np.ndarray, size: int) -> tuple[str, Any]:
         """Host-side layout for a concrete index, computed once per index array per trace."""
@@ -200,12 +249,15 @@ class JaxOps:
         strategy = self.scatter
         if strategy == "onehot" and size * len(index) > ONEHOT_MAX_ELEMENTS:
             strategy = DEFAULT_SCATTER
-        if strategy in ("table", "slots"):
+        if strategy in ("table", "slots", "passes"):
             width = int(np.bincount(index, minlength=size).max(initial=0))
-            if width > MAX_TABLE_WIDTH or size * width > MAX_TABLE_PADDING * max(len(index), size):
+            padding = strategy != "passes" and size * width > MAX_TABLE_PADDING * max(len(index), size)
+            if width > MAX_TABLE_WIDTH or padding:
                 strategy = "segment_sum"
         plan: Any
-        if strategy == "table":
+        if strategy == "passes":
+            plan = pass_plan(index, size)
+        elif strategy == "table":
             plan = neighbour_table(index, size)
         elif strategy == "slots":
             plan = np.ascontiguousarray(neighbour_table(index, size).T)
@@ -231,29 +283,6 @@ class JaxOps:
 
     def astype(self, x: Any, dtype: Any) -> Any:
         return self._jnp.asarray(x).astype(dtype)
-
-
-def _check_index(index: np.ndarray, size: int) -> None:
-    """Concrete indices must address ``0..size-1``: the compiled gathers do not clamp them."""
-    if index.size and (index.min() < 0 or index.max() >= size):
-        raise UsageError(f"gather/scatter index out of range: {index.min()}..{index.max()} for size {size}")
-
-
-def neighbour_table(index: np.ndarray, size: int) -> np.ndarray:
-    """(size, max count) positions into ``values`` per target, padded with ``len(index)``.
-
-    Row i lists, in their original order, the positions j with ``index[j] == i``; padding points
-    at one extra zero appended to the values, so a plain row sum gives the scatter-add with no mask.
-    """
-    index = np.asarray(index, dtype=np.int64)
-    order = np.argsort(index, kind="stable")
-    counts = np.bincount(index, minlength=size)
-    width = int(counts.max(initial=0))
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot = np.arange(len(index)) - np.repeat(starts, counts)
-    table = np.full((size, max(width, 1)), len(index), dtype=np.int32)
-    table[index[order], slot] = order
-    return table
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ class IoEhhKernel(Kernel):
             )
             arrays = {"src": src, "tgt": tgt}
             meta.update(side=side, mean_degree=net["mean_degree"], rmax=min(net["rmax"], side / 2))
-            meta.update(ngj=len(src), sorted_by="tgt")
+            meta.update(ngj=len(src), layout="pass-major by tgt")
         return Workload("io-ehh", size, meta, params, arrays, initial_state(size, np.random.default_rng(state_seq)))
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwbench.core.errors import UsageError
+from hwbench.core.layout import pass_major_order
 
 DEFAULT_MEAN_DEGREE = 10
 DEFAULT_RMAX = 4.0
@@ -124,7 +125,11 @@ def distinct_cells(rng: np.random.Generator, ncells: int, count: int) -> np.ndar
 def sample_gap_junctions(
     n: int, rng: np.random.Generator, *, mean_degree: float = DEFAULT_MEAN_DEGREE, rmax: float = DEFAULT_RMAX
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Directed connections (src, tgt), int32, sorted by (tgt, src); both directions of every pair."""
+    """Directed connections (src, tgt), int32, both directions of every pair.
+
+    Stored pass-major by target (:func:`hwbench.core.layout.pass_major_order`); within a
+    target, connections are in ascending ``src`` order.
+    """
     ncells = n**3
     rmax_eff = min(float(rmax), n / 2)
     offsets, r = backward_offsets(rmax_eff)
@@ -148,9 +153,13 @@ def sample_gap_junctions(
         second.append(partner)
     a = np.concatenate(first)
     b = np.concatenate(second)
-    # both directions, sorted by (tgt, src) through one int64 key
+    # both directions, sorted by (tgt, src) through one int64 key, then stored pass-major: each
+    # target's connections keep their ascending-src order (so per-target sums are unchanged),
+    # but engines can sum the list without gathering it (hwbench.core.layout)
     key = np.sort(np.concatenate([a * ncells + b, b * ncells + a]))
-    return (key % ncells).astype(np.int32), (key // ncells).astype(np.int32)
+    src, tgt = (key % ncells).astype(np.int32), (key // ncells).astype(np.int32)
+    order = pass_major_order(tgt, ncells)
+    return src[order], tgt[order]
 
 
 def torus_distance(src: np.ndarray, tgt: np.ndarray, n: int) -> np.ndarray:
