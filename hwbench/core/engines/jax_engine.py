@@ -174,7 +174,7 @@ class JaxOps:
         if not isinstance(index, np.ndarray):
             return x.at[..., index].get(mode="clip")
         check_index(index, x.shape[-1])  # checked here once, so the compiled gather can skip clamping
-        plan = self._pass_major(index, x.shape[-1]) if self.scatter == "passes" else None
+        plan = self._pass_major(index, x.shape[-1]) if self.scatter == "passes" and index.ndim == 1 else None
         if plan is None:
             return x.at[..., index].get(mode="promise_in_bounds")
         # a pass-major target list is the ranked targets' prefixes, one per pass: one small
