@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from hwbench.core.layout import neighbour_table
 from hwbench.core.ops import OpClass
 
 
@@ -39,7 +40,6 @@ class OneHotPlan:
 
 def plan_for(matrix: np.ndarray) -> OneHotPlan | None:
     """The plan for a constant one-hot matrix, or None when it is not one-hot."""
-    from hwbench.accuracy.emulate import segment_table
 
     m = np.asarray(matrix)
     if m.ndim != 2 or not np.all((m == 0) | (m == 1)):
@@ -52,7 +52,7 @@ def plan_for(matrix: np.ndarray) -> OneHotPlan | None:
     if np.all(per_row <= 1):
         rows = np.flatnonzero(per_row).astype(np.int64)
         index = np.argmax(m[rows], axis=1).astype(np.int64)
-        return OneHotPlan("scatter", index, k, rows, segment_table(index, k))
+        return OneHotPlan("scatter", index, k, rows, neighbour_table(index, k))
     return None
 
 
