@@ -34,6 +34,9 @@ def test_pass_plan_properties(case: tuple[int, list[int]]) -> None:
     again = pass_plan(stored, size)
     assert again.is_pass_major and np.array_equal(again.ranked, plan.ranked)
     assert pass_plan(index, size).is_pass_major == np.array_equal(plan.order, np.arange(len(index)))
+    assert plan.in_rank_order == np.array_equal(plan.ranked, np.arange(size))
+    renumbered = pass_plan(plan.inverse[index], size)  # targets numbered by rank: identity ranking
+    assert renumbered.in_rank_order and renumbered.counts == plan.counts
 
 
 def test_small_example() -> None:

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -119,14 +119,7 @@ def reversed_sum_order(workload: Workload) -> Workload:
     order = np.lexsort((-np.arange(tgt.size), tgt))
     order = order[pass_major_order(tgt[order], workload.size)]  # the layout engines sum fastest
     arrays = {**workload.arrays, "src": src[order], "tgt": tgt[order]}
-    return Workload(
-        workload.kernel,
-        workload.size,
-        {**workload.meta, "variant": "reversed gap-junction order"},
-        workload.params,
-        arrays,
-        workload.state0,
-    )
+    return replace(workload, meta={**workload.meta, "variant": "reversed gap-junction order"}, arrays=arrays)
 
 
 def perturbed_voltages(workload: Workload, rows: tuple[int, ...] = (0, 6, 9)) -> Workload:
@@ -135,14 +128,7 @@ def perturbed_voltages(workload: Workload, rows: tuple[int, ...] = (0, 6, 9)) ->
     for r in rows:
         v32 = state[r].astype(np.float32)
         state[r] = np.nextafter(v32, np.float32(np.inf)).astype(np.float64)
-    return Workload(
-        workload.kernel,
-        workload.size,
-        {**workload.meta, "variant": "initial V + 1 ulp (fp32)"},
-        workload.params,
-        workload.arrays,
-        state,
-    )
+    return replace(workload, meta={**workload.meta, "variant": "initial V + 1 ulp (fp32)"}, state0=state)
 
 
 class Auditor:

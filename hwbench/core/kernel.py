@@ -51,6 +51,8 @@ class Workload:
 
     Arrays live in ``arrays`` (saved to ``.npz``); scalars and descriptive metadata in ``meta``
     (saved as JSON inside the same file), so two machines can run exactly the same network.
+    ``annotations`` are arrays that describe the workload to people (e.g. where each cell sits
+    on its grid) but are no kernel parameters: engines and device models never see them.
     """
 
     kernel: str
@@ -59,12 +61,14 @@ class Workload:
     params: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     state0: Any = None
+    annotations: dict[str, np.ndarray] = field(default_factory=dict)
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         scalars = {k: v for k, v in self.params.items() if np.ndim(v) == 0}
         payload = {f"param__{k}": np.asarray(v) for k, v in self.params.items() if np.ndim(v) > 0}
         payload.update({f"array__{k}": v for k, v in self.arrays.items()})
+        payload.update({f"annotation__{k}": v for k, v in self.annotations.items()})
         states = self.state0 if isinstance(self.state0, (tuple, list)) else [self.state0]
         payload.update({f"state__{i}": np.asarray(s) for i, s in enumerate(states)})
         header = {
@@ -93,17 +97,20 @@ class Workload:
             raise UsageError(f"{path}: workload format {header.get('format')!r}, expected {WORKLOAD_FORMAT!r}")
         params: dict[str, Any] = dict(header["scalars"])
         arrays: dict[str, np.ndarray] = {}
+        annotations: dict[str, np.ndarray] = {}
         states: dict[int, np.ndarray] = {}
         for key in data.files:
             if key.startswith("param__"):
                 params[key[7:]] = data[key]
             elif key.startswith("array__"):
                 arrays[key[7:]] = data[key]
+            elif key.startswith("annotation__"):
+                annotations[key[12:]] = data[key]
             elif key.startswith("state__"):
                 states[int(key[7:])] = data[key]
         ordered = [states[i] for i in sorted(states)]
         state0: Any = tuple(ordered) if header["state_is_sequence"] else ordered[0]
-        return cls(header["kernel"], header["size"], header["meta"], params, arrays, state0)
+        return cls(header["kernel"], header["size"], header["meta"], params, arrays, state0, annotations)
 
 
 class Kernel(ABC):

@@ -79,6 +79,11 @@ class PassPlan:
         return inv
 
     @property
+    def in_rank_order(self) -> bool:
+        """Whether targets are already numbered by rank (``ranked`` is the identity)."""
+        return bool(np.array_equal(self.ranked, np.arange(len(self.ranked))))
+
+    @property
     def is_pass_major(self) -> bool:
         """Whether the list is already stored in pass-major order (no permutation needed)."""
         return bool(np.array_equal(self.order, np.arange(len(self.order))))

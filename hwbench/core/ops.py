@@ -10,6 +10,7 @@ kernel definition run on every engine and under every numerics profile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
@@ -91,3 +92,20 @@ class Ops(Protocol):
     def stack(self, xs: list[Any]) -> Any: ...
     def zeros_like(self, x: Any) -> Any: ...
     def astype(self, x: Any, dtype: Any) -> Any: ...
+
+
+def gather_map_scatter(ops: Ops, message: Callable[[Any, Any], Any], x: Any, src: Any, tgt: Any, size: int) -> Any:
+    """Message passing over a connection list: ``out[tgt[j]] += message(x[src[j]], x[tgt[j]])``.
+
+    Exactly ``ops.scatter_add(message(ops.gather(x, src), ops.gather(x, tgt)), tgt, size)``:
+    a gather, an elementwise map, a scatter-add, each target's terms summed in list order.
+    Written as one call so that an engine can fuse the three: a namespace whose *class* defines
+    a ``gather_map_scatter(message, x, src, tgt, size)`` method computes it instead and must
+    return the same values bit for bit. The lookup is on the class on purpose: wrapping
+    namespaces (emulation, censuses) forward unknown attributes to the namespace they wrap,
+    and must not thereby skip their own gather, rounding and scatter.
+    """
+    fused = getattr(type(ops), "gather_map_scatter", None)
+    if fused is not None:
+        return fused(ops, message, x, src, tgt, size)
+    return ops.scatter_add(message(ops.gather(x, src), ops.gather(x, tgt)), tgt, size)

@@ -217,6 +217,80 @@ def test_gather_through_a_pass_major_list_is_a_plain_gather() -> None:
     np.testing.assert_array_equal(np.asarray(ops.gather(x, index[::-1].copy())), x[..., index[::-1]])
 
 
+def _rank_numbered(index: np.ndarray, size: int) -> np.ndarray:
+    """The same list with targets renumbered by descending count (the pass plan's rank order)."""
+    from hwbench.core.layout import pass_plan
+
+    return pass_plan(index, size).inverse[index]
+
+
+@pytest.mark.parametrize("layout", ["random", "pass-major", "pass-major, rank-numbered"])
+def test_fused_gather_map_scatter_is_the_composition_bit_for_bit(layout: str) -> None:
+    """JaxOps fuses gather-map-scatter per pass for pass-major lists (and falls back otherwise);
+    either way the result equals scatter_add(message(gather, gather)) exactly, batched too."""
+    from hwbench.core.engines.jax_engine import JaxOps
+    from hwbench.core.ops import gather_map_scatter
+
+    rng = np.random.default_rng(3)
+    size = 90
+    tgt = rng.integers(0, 80, 900).astype(np.int32)  # targets 80..89 have no connections
+    if layout.endswith("rank-numbered"):
+        tgt = _rank_numbered(tgt, size).astype(np.int32)
+    src = rng.integers(0, size, 900).astype(np.int32)
+    if layout.startswith("pass-major"):
+        order = pass_major_order(tgt, size)
+        src, tgt = src[order], tgt[order]
+    x = (rng.normal(size=(2, size)) * 30).astype(np.float32)
+    ops = JaxOps(np.float32)
+
+    def message(a: Any, b: Any) -> Any:
+        dv = a - b
+        return dv * (0.2 + 0.8 * ops.exp(-(dv**2) / 100))
+
+    fused = np.asarray(gather_map_scatter(ops, message, x, src, tgt, size))
+    plain = np.asarray(ops.scatter_add(message(ops.gather(x, src), ops.gather(x, tgt)), tgt, size))
+    np.testing.assert_array_equal(fused, plain)
+    plan = ops._pass_major(tgt, size)
+    assert (plan is not None) == layout.startswith("pass-major")
+    assert plan is None or plan.in_rank_order == layout.endswith("rank-numbered")
+    want = np.stack([NumpyOps(np.float32).scatter_add(np.asarray(message(r[src], r[tgt])), tgt, size) for r in x])
+    np.testing.assert_allclose(fused, want, rtol=1e-6, atol=1e-5)  # numpy's exp differs from XLA's by an ulp
+
+
+def test_gather_map_scatter_under_emulation_rounds_every_step() -> None:
+    """Wrapping namespaces forward unknown attributes to the raw ops, but must not reach the
+    raw fused method: under a bfloat16 profile the gap-junction sum is the rounded composition."""
+    from hwbench.accuracy.emulate import emulating_ops
+    from hwbench.accuracy.formats import FORMATS
+    from hwbench.accuracy.profile import Confidence, NumericsProfile, OpNumerics
+    from hwbench.core.engines.jax_engine import JaxOps
+    from hwbench.core.ops import OpClass, gather_map_scatter
+
+    rng = np.random.default_rng(4)
+    tgt = _rank_numbered(rng.integers(0, 40, 300), 40).astype(np.int32)
+    order = pass_major_order(tgt, 40)
+    src, tgt = rng.integers(0, 40, 300).astype(np.int32)[order], tgt[order]
+    x = (rng.normal(size=40) * 30).astype(np.float32)
+    bf16 = {
+        cls: OpNumerics(format=FORMATS["bf16"], source="test", confidence=Confidence.ASSUMED)
+        for cls in (OpClass.ADD, OpClass.MUL, OpClass.GATHER, OpClass.STORE)
+    }
+    profile = NumericsProfile(name="test", device="test", mode="test", carrier="float32", ops=bf16)
+    emu = emulating_ops(profile, counters=False)(JaxOps(np.float32))
+    assert getattr(type(emu), "gather_map_scatter", None) is None
+    emu.begin_step(0)
+
+    def message(a: Any, b: Any) -> Any:
+        return (a - b) * 0.3
+
+    state = emu.load(x)
+    got = np.asarray(emu.store(gather_map_scatter(emu, message, state, src, tgt, 40)))
+    want = np.asarray(emu.store(emu.scatter_add(message(emu.gather(state, src), emu.gather(state, tgt)), tgt, 40)))
+    np.testing.assert_array_equal(got, want)
+    raw = np.asarray(gather_map_scatter(emu.raw, message, x, src, tgt, 40))
+    assert not np.array_equal(got, raw)  # rounded to bfloat16 on the way
+
+
 def test_unknown_scatter_strategy() -> None:
     with pytest.raises(UsageError, match="unknown scatter strategy"):
         JaxEngine(scatter="dense")
@@ -234,3 +308,17 @@ def test_hub_targets_fall_back_and_bad_indices_are_refused() -> None:
         ops.scatter_add(values, hub + 3, 3)
     with pytest.raises(UsageError, match="out of range"):
         ops.gather(np.zeros(3, np.float32), np.array([0, 3]))
+
+
+def test_unknown_default_compiler_options_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An XLA build that lacks one of the default options compiles without it instead of failing."""
+    from hwbench.core.engines import jax_engine
+
+    options = {**jax_engine.DEFAULT_COMPILER_OPTIONS, "xla_cpu_no_such_option_for_the_test": True}
+    monkeypatch.setattr(jax_engine, "DEFAULT_COMPILER_OPTIONS", options)
+    wl = KERNEL.make_workload(64, seed=0)
+    ex = JaxEngine().build(KERNEL, wl, dtype="float32")
+    assert "xla_cpu_no_such_option_for_the_test" not in ex.compiler_options
+    assert ex.compiler_options.get("xla_cpu_prefer_vector_width") == 512
+    plain = JaxEngine(compiler_options={}).build(KERNEL, wl, dtype="float32")
+    np.testing.assert_array_equal(ex.run(wl.state0, {}, 3).probes, plain.run(wl.state0, {}, 3).probes)

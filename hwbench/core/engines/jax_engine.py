@@ -22,7 +22,12 @@ What makes it fast on a small CPU (measured in ``benchmarks/scatter_strategies.p
   on CPU and, being "unavailable" to the loop hoisting, would also keep the whole loop on the
   slow path. Gathers are the costliest operation left (XLA:CPU loads them element by element),
   so connection lists stored pass-major (as io-ehh's are) avoid all but one per connection.
-* 512-bit vectors (a per-compilation option, :data:`DEFAULT_COMPILER_OPTIONS`).
+  :func:`~hwbench.core.ops.gather_map_scatter` runs fused, one loop per pass (gather, map and
+  in-place add), and when the targets are numbered by rank (io-ehh numbers its cells so) no
+  gather is left but the sources': a gather back into target order would be fused into the
+  consumer and keep that whole loop from vectorising.
+* 512-bit vectors and a memory-optimising schedule (per-compilation options,
+  :data:`DEFAULT_COMPILER_OPTIONS`).
 
 JAX is imported lazily (inside functions), so importing this module costs nothing.
 """
@@ -54,9 +59,13 @@ MAX_TABLE_WIDTH = 64  # tables / passes deeper than this (a hub) fall back to se
 MAX_TABLE_PADDING = 8  # ... as do tables with more than 8x padding over the entries they hold
 PROBE_BUFFER_ELEMENTS = 1 << 23  # probe values held per compiled call: bounds chunk_blocks
 
-# Per-compilation XLA:CPU options: prefer 512-bit vectors (LLVM's default preference is 256).
-# Dropped again (compiled without) if an XLA build does not know them.
-DEFAULT_COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_prefer_vector_width": 512}
+# Per-compilation XLA:CPU options: prefer 512-bit vectors (LLVM's default preference is 256), and
+# schedule for memory (io-ehh at 729 cells: 2-3% faster, neutral at 8000). An option this XLA
+# build does not know is dropped again (compiled without it).
+DEFAULT_COMPILER_OPTIONS: dict[str, Any] = {
+    "xla_cpu_prefer_vector_width": 512,
+    "xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED",
+}
 
 SMALL_LOOP_ENV = "HWBENCH_XLA_SMALL_LOOP_BYTES"
 DEFAULT_SMALL_LOOP_BYTES = 1 << 30
@@ -179,7 +188,7 @@ class JaxOps:
             return x.at[..., index].get(mode="promise_in_bounds")
         # a pass-major target list is the ranked targets' prefixes, one per pass: one small
         # gather (the ranking) and contiguous slices instead of one gather per connection
-        ranked = x.at[..., plan.ranked].get(mode="promise_in_bounds")
+        ranked = x if plan.in_rank_order else x.at[..., plan.ranked].get(mode="promise_in_bounds")
         return jnp.concatenate([ranked[..., :c] for c in plan.counts], axis=-1)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
@@ -211,24 +220,52 @@ class JaxOps:
             return self._jax.ops.segment_sum(values, index, num_segments=size, indices_are_sorted=sorted_)
         return jnp.zeros(size, dtype=values.dtype).at[index].add(values, indices_are_sorted=sorted_)
 
+    def gather_map_scatter(self, message: Any, x: Any, src: Any, tgt: Any, size: int) -> Any:
+        """:func:`hwbench.core.ops.gather_map_scatter`, fused pass by pass for pass-major lists.
+
+        Each pass gathers its sources, maps them and adds the terms to its prefix of the ranked
+        targets in one loop, instead of materialising every connection's gathered values and
+        terms first. Bit-identical to the unfused composition: the same terms, the same order.
+        """
+        x = self._jnp.asarray(x)
+        concrete = isinstance(src, np.ndarray) and isinstance(tgt, np.ndarray) and src.shape == tgt.shape
+        fusable = concrete and tgt.ndim == 1 and tgt.size > 0 and self.scatter == "passes" and x.shape[-1] == size
+        plan = self._pass_major(tgt, size) if fusable else None
+        if plan is None:
+            return self.scatter_add(message(self.gather(x, src), self.gather(x, tgt)), tgt, size)
+        check_index(src, size)
+        at_tgt = x if plan.in_rank_order else x.at[..., plan.ranked].get(mode="promise_in_bounds")
+        terms = (
+            message(x.at[..., src[offset : offset + count]].get(mode="promise_in_bounds"), at_tgt[..., :count])
+            for offset, count in zip(plan.offsets, plan.counts)
+        )
+        return self._accumulate_passes(terms, plan, size)
+
     def _sum_passes(self, values: Any, plan: PassPlan, size: int) -> Any:
         """Scatter-add pass by pass: pass k adds every target's k-th value (list order per target).
 
         Values of a pass-major list are summed from contiguous slices; any other list is put in
-        pass-major order by one gather first. Targets are ranked by in-degree, so pass k updates
-        a prefix of the accumulator in place; one gather at the end restores target order.
+        pass-major order by one gather first.
         """
-        jnp = self._jnp
-        values = jnp.asarray(values)
+        values = self._jnp.asarray(values)
         if not plan.is_pass_major:
             values = values.at[..., plan.order].get(mode="promise_in_bounds")
-        first = plan.counts[0]
-        acc = values[..., :first]
-        if first < size:  # targets without connections
-            acc = jnp.concatenate([acc, jnp.zeros((*values.shape[:-1], size - first), dtype=values.dtype)], axis=-1)
-        for offset, count in zip(plan.offsets[1:], plan.counts[1:]):
-            acc = acc.at[..., :count].add(values[..., offset : offset + count])
-        return acc.at[..., plan.inverse].get(mode="promise_in_bounds")
+        terms = (values[..., offset : offset + count] for offset, count in zip(plan.offsets, plan.counts))
+        return self._accumulate_passes(terms, plan, size)
+
+    def _accumulate_passes(self, terms: Iterator[Any], plan: PassPlan, size: int) -> Any:
+        """Sum per-pass terms into the ranked targets' prefixes, then put targets back in order.
+
+        Pass k's terms (``plan.counts[k]`` of them) update a prefix of the accumulator in place;
+        targets numbered by rank already (as io-ehh's cells are) need no final gather.
+        """
+        jnp = self._jnp
+        acc = jnp.asarray(next(terms))
+        if acc.shape[-1] < size:  # targets without connections
+            acc = jnp.concatenate([acc, jnp.zeros((*acc.shape[:-1], size - acc.shape[-1]), dtype=acc.dtype)], axis=-1)
+        for term, count in zip(terms, plan.counts[1:]):
+            acc = acc.at[..., :count].add(term)
+        return acc if plan.in_rank_order else acc.at[..., plan.inverse].get(mode="promise_in_bounds")
 
     def _pass_major(self, index: np.ndarray, size: int) -> PassPlan | None:
         """The pass plan of a gather index stored pass-major (None for any other index)."""
@@ -408,12 +445,15 @@ class JaxExecutor(Executor):
         )
         if self.tuning.compiler_options is not None:
             return lowered.compile(dict(self.tuning.compiler_options) or None), dict(self.tuning.compiler_options)
-        try:
-            return lowered.compile(dict(DEFAULT_COMPILER_OPTIONS)), dict(DEFAULT_COMPILER_OPTIONS)
-        except Exception as exc:  # an XLA build without these options: compile plainly
-            if "compile option" not in str(exc):
-                raise
-            return lowered.compile(), {}
+        options = dict(DEFAULT_COMPILER_OPTIONS)
+        while True:
+            try:
+                return lowered.compile(options or None), options
+            except Exception as exc:  # an XLA build without one of these options: drop it, retry
+                unknown = [key for key in options if key in str(exc)]
+                if not unknown:
+                    raise
+                options = {k: v for k, v in options.items() if k not in unknown}
 
     # --------------------------------------------------------------------------- run
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:

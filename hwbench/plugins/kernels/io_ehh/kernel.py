@@ -21,10 +21,11 @@ NETWORK_OPTIONS: dict[str, float] = {"mean_degree": network.DEFAULT_MEAN_DEGREE,
 
 # Spikes are somatic Na action potentials, i.e. upward crossings of 0 mV. In traces of the spike
 # stress protocol (64 cells, g_CaL 0.5 + 0.9 U(0,1), 50 ms I_app ~ N(10, 3) pulses) full spikes
-# peak at +7..+35 mV, while subthreshold oscillations (-65..-41 mV), the plateau wiggles after a
-# spike (up to about -12 mV) and abortive spikes from a depolarised state (up to about -3 mV) stay
-# below: 0 mV sits in that empty gap, so small numerical deviations do not flip a detection.
-# (Re-checked by tests/kernels/test_io_ehh_physiology.py.)
+# peak at +7..+35 mV and a few at only +1..+4 mV (the lowest peak in each of four drawings of
+# g_CaL and pulse: +1.0, +1.4, +3.2, +4.0 mV), while subthreshold oscillations (-65..-41 mV), the
+# plateau wiggles after a spike (up to about -12 mV) and abortive spikes from a depolarised state
+# (up to about -3 mV) stay below: 0 mV sits in that empty gap, so numerical deviations well below
+# 1 mV do not flip a detection. (Re-checked by tests/kernels/test_io_ehh_physiology.py.)
 SPIKE_THRESHOLD_MV = 0.0
 
 # Floating-point operations of one step, counted from the equations in model.py: arithmetic
@@ -76,6 +77,8 @@ class IoEhhKernel(Kernel):
         ``overrides`` sets any cell parameter (:data:`model.DEFAULT_PARAMS`) to a scalar or a
         per-cell array of length ``size``, and the network shape (``mean_degree``, ``rmax``).
         Connected networks need ``size == n**3`` (n >= 4); unconnected ones accept any size.
+        A connected network numbers its cells by partner count (most first) and annotates each
+        with its grid index (``annotations["position"]``, see :mod:`.network`).
         The voltages start N(-60, 3) mV per cell; network and initial state come from independent
         streams of ``seed``, so the same seed gives the same cells with or without connectivity.
         """
@@ -97,16 +100,19 @@ class IoEhhKernel(Kernel):
 
         net_seq, state_seq = np.random.SeedSequence(seed).spawn(2)
         arrays: dict[str, np.ndarray] = {}
+        annotations: dict[str, np.ndarray] = {}
         meta: dict[str, Any] = {"connected": bool(connected), "seed": int(seed)}
         if connected:
             side = network.side_for_connected(size)
-            src, tgt = network.sample_gap_junctions(
+            src, tgt, position = network.sample_gap_junctions(
                 side, np.random.default_rng(net_seq), mean_degree=net["mean_degree"], rmax=net["rmax"]
             )
             arrays = {"src": src, "tgt": tgt}
+            annotations = {"position": position}
             meta.update(side=side, mean_degree=net["mean_degree"], rmax=min(net["rmax"], side / 2))
-            meta.update(ngj=len(src), layout="pass-major by tgt")
-        return Workload("io-ehh", size, meta, params, arrays, initial_state(size, np.random.default_rng(state_seq)))
+            meta.update(ngj=len(src), layout="pass-major by tgt", cell_order="by partner count, most first")
+        state0 = initial_state(size, np.random.default_rng(state_seq))
+        return Workload("io-ehh", size, meta, params, arrays, state0, annotations)
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
         """``I_app`` (uA/cm^2, into the dendrite): zero unless a protocol applies a current."""

@@ -1,10 +1,11 @@
 """The inferior-olive extended Hodgkin-Huxley cell (De Gruijl et al. 2012), one function per part.
 
 Every function here is written against the ops interface (:mod:`hwbench.core.ops`): plain
-arithmetic on arrays plus ``ops.exp`` / ``ops.minimum`` / ``ops.gather`` / ``ops.scatter_add`` /
-``ops.stack``. The same code therefore runs on numpy, JAX, TensorFlow and under an emulating
-ops namespace that rounds every result as a chip would. Each function reads like the equations
-of ``specs/io-ehh.md``; none branches on array values, so every engine can compile it.
+arithmetic on arrays plus ``ops.exp`` / ``ops.minimum`` / ``ops.stack`` and, for the gap
+junctions, :func:`~hwbench.core.ops.gather_map_scatter`. The same code therefore runs on numpy,
+JAX, TensorFlow and under an emulating ops namespace that rounds every result as a chip would.
+Each function reads like the equations of ``specs/io-ehh.md``; none branches on array values, so
+every engine can compile it.
 
 Parameters ``p`` are the ``params`` dict an engine passes to ``Kernel.step``: each entry is a
 Python float or a per-cell array of the working dtype. Units: mV, ms, mS/cm^2, uA/cm^2, uF/cm^2.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwbench.core.ops import Ops
+from hwbench.core.ops import Ops, gather_map_scatter
 
 Array = Any
 
@@ -215,9 +216,12 @@ def gap_junction_current(ops: Ops, V_dend: Array, p: dict[str, Any]) -> Array:
     per-cell ``g_gj`` array means the conductance of the target cell's junctions (for a scalar
     this is the spec's formula with the common factor taken out of the sum).
     """
-    dv = ops.gather(V_dend, p["src"]) - ops.gather(V_dend, p["tgt"])
-    per_junction = dv * (0.2 + 0.8 * ops.exp(-(dv**2) / 100))
-    return p["g_gj"] * ops.scatter_add(per_junction, p["tgt"], p["n"])
+
+    def junction(V_src: Array, V_tgt: Array) -> Array:
+        dv = V_src - V_tgt
+        return dv * (0.2 + 0.8 * ops.exp(-(dv**2) / 100))
+
+    return p["g_gj"] * gather_map_scatter(ops, junction, V_dend, p["src"], p["tgt"], p["n"])
 
 
 def dendrite(ops: Ops, s: dict[str, Array], p: dict[str, Any], I_app: Array) -> dict[str, Array]:

@@ -1,6 +1,7 @@
 """Seeded gap-junction connectivity of the inferior olive on a 3-D torus (Negrello et al. 2019).
 
-Cells sit on an n x n x n grid with wrap-around, cell index ``x + n*y + n*n*z``. Partners are
+Cells sit on an n x n x n grid with wrap-around; the grid (torus) index of the cell at (x, y, z)
+is ``x + n*y + n*n*z``. Partners are
 drawn by grid offset: the probability of an offset at distance r (0 < r < rmax) is proportional
 to exp(-(r/4)^2), corrected so that the *distance* distribution follows that profile rather than
 the lattice's point count (which grows ~r^2 and jumps irregularly on an integer grid):
@@ -16,6 +17,13 @@ directions. For each offset the number of pairs is its share of ``mean_degree * 
 (largest-remainder rounding, so the total is exact) and the cells using it are drawn without
 replacement — no pair is drawn twice and there are no self-connections, because with
 rmax <= n/2 every offset component is below n/2 and distinct offsets stay distinct modulo n.
+
+Cell *numbers* (what ``src``, ``tgt``, the state columns and the probes index) follow the number
+of partners, most first (ties in grid order); ``position[i]`` is the grid index of cell ``i``.
+Cell numbering carries no meaning in the model, and this one is the rank order of
+:class:`hwbench.core.layout.PassPlan`: each pass of a gap-junction sum then covers a prefix of
+the cells in their own order, so engines neither gather the cells into rank order nor scatter
+the sums back (on XLA:CPU that last gather kept the dendrite update from vectorising).
 """
 
 from __future__ import annotations
@@ -124,11 +132,13 @@ def distinct_cells(rng: np.random.Generator, ncells: int, count: int) -> np.ndar
 
 def sample_gap_junctions(
     n: int, rng: np.random.Generator, *, mean_degree: float = DEFAULT_MEAN_DEGREE, rmax: float = DEFAULT_RMAX
-) -> tuple[np.ndarray, np.ndarray]:
-    """Directed connections (src, tgt), int32, both directions of every pair.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Directed connections (src, tgt) in cell numbers and each cell's grid index, all int32.
 
-    Stored pass-major by target (:func:`hwbench.core.layout.pass_major_order`); within a
-    target, connections are in ascending ``src`` order.
+    Every pair is stored in both directions. Cells are numbered by descending partner count
+    (see the module doc); the list is stored pass-major by target
+    (:func:`hwbench.core.layout.pass_major_order`), each target's connections in ascending
+    ``src`` order.
     """
     ncells = n**3
     rmax_eff = min(float(rmax), n / 2)
@@ -151,19 +161,25 @@ def sample_gap_junctions(
         partner = (x + offset[0]) % n + n * ((y + offset[1]) % n) + n * n * ((z + offset[2]) % n)
         first.append(cells)
         second.append(partner)
-    a = np.concatenate(first)
-    b = np.concatenate(second)
+    ends = np.concatenate(first + second)
+    position = np.argsort(-np.bincount(ends, minlength=ncells), kind="stable")
+    number = np.empty(ncells, dtype=np.int64)
+    number[position] = np.arange(ncells)
+    a, b = number[np.concatenate(first)], number[np.concatenate(second)]
     # both directions, sorted by (tgt, src) through one int64 key, then stored pass-major: each
     # target's connections keep their ascending-src order (so per-target sums are unchanged),
     # but engines can sum the list without gathering it (hwbench.core.layout)
     key = np.sort(np.concatenate([a * ncells + b, b * ncells + a]))
     src, tgt = (key % ncells).astype(np.int32), (key // ncells).astype(np.int32)
     order = pass_major_order(tgt, ncells)
-    return src[order], tgt[order]
+    return src[order], tgt[order], position.astype(np.int32)
 
 
 def torus_distance(src: np.ndarray, tgt: np.ndarray, n: int) -> np.ndarray:
-    """Euclidean distance between cells on the n x n x n torus (shortest way round each axis)."""
+    """Euclidean distance between grid indices on the n x n x n torus (shortest way round each axis).
+
+    Takes grid indices, not cell numbers: pass ``position[src]``, ``position[tgt]``.
+    """
 
     def coords(c: np.ndarray) -> np.ndarray:
         c = np.asarray(c, dtype=np.int64)
