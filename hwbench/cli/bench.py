@@ -15,6 +15,7 @@ from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, BenchPlan, run_be
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import get_registry
 from hwbench.core.results import write_json
+from hwbench.core.runner import resolve_mode
 
 
 @click.command()
@@ -53,7 +54,9 @@ def bench(
     """Time a kernel over sizes, connected and unconnected (setup apart, min of N runs)."""
     registry = get_registry()
     registry.kernel(kernel)  # unknown names fail before any work
-    registry.device(device)
+    resolve_mode(registry.device(device), mode)
+    for name in engines:
+        registry.engine(name)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
     if repeats < 1 or ms <= 0:

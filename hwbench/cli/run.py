@@ -80,8 +80,6 @@ def run(
         workload=workload,
         overrides=parse_set(sets),
     )
-    if save_workload:
-        prep.workload.save(save_workload)
     dt = k.info.dt_ms or 1.0
     sample_ms = dt * k.info.sample_every
     nsamples = round(ms / sample_ms)
@@ -103,10 +101,17 @@ def run(
         sample_interval_ms=sample_ms,
         probe=k.info.probe,
         probe_cells=keep,
+        cell_annotations={
+            name: np.asarray(values)[keep].tolist()
+            for name, values in prep.workload.annotations.items()
+            if np.shape(values) == (prep.workload.size,)
+        },
         traces=probes.reshape(len(probes), -1)[:, keep].astype(float).tolist(),
         spikes=spike_lists(result_out.spikes, k.info.sample_every),
         counters=result_out.counters,
     )
+    if save_workload:  # only once the run has succeeded: a failed run leaves no files
+        prep.workload.save(save_workload)
     if out:
         write_json(result, Path(out))
         stderr.print(f"wrote {out}", highlight=False)

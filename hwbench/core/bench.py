@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from hwbench.core.errors import HwbenchError
+from hwbench.core.errors import UnavailableError
 from hwbench.core.plugins import Registry
 from hwbench.core.results import BenchResult, Timing
 from hwbench.core.runner import build, prepare, timed_runs, timing_record
@@ -39,7 +39,10 @@ class BenchPlan:
 def run_bench(
     registry: Registry, plan: BenchPlan, progress: Callable[[str, Timing | None], None] | None = None
 ) -> BenchResult:
-    """Run every configuration; one that is refused (capacity, memory) is recorded, not fatal."""
+    """Run every configuration; one that is refused (capacity, memory) is recorded, not fatal.
+
+    A usage error (an unknown name, a size the kernel cannot build) ends the whole run.
+    """
     timings: list[Timing] = []
     kernel = registry.kernel(plan.kernel)
     sample_ms = (kernel.info.dt_ms or 1.0) * kernel.info.sample_every
@@ -60,7 +63,7 @@ def run_bench(
             inputs = kernel.default_inputs(prep.workload)
             _, samples = timed_runs(executor, prep.workload.state0, inputs, nsamples, plan.repeats)
             timing = timing_record(prep, executor, setup_s, samples, nsamples)
-        except HwbenchError as exc:
+        except UnavailableError as exc:
             plan.skipped.append({"engine": engine, "connected": connected, "ncells": size, "reason": str(exc)})
             if progress:
                 progress(label, None)

@@ -9,6 +9,8 @@ under an emulating ops namespace.
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +81,7 @@ class Workload:
             "scalars": {k: float(v) for k, v in scalars.items()},
             "state_is_sequence": isinstance(self.state0, (tuple, list)),
         }
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".partial")
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8), **payload)
@@ -88,29 +91,29 @@ class Workload:
     @classmethod
     def load(cls, path: str | Path) -> Workload:
         path = Path(path)
-        try:
-            data = np.load(path, allow_pickle=False)
-            header = json.loads(bytes(data["__header__"]).decode())
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        try:  # everything is read here, so a damaged file fails as one usage error
+            with np.load(path, allow_pickle=False) as data:
+                header = json.loads(bytes(data["__header__"]).decode())
+                contents = {key: data[key] for key in data.files if key != "__header__"}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
             raise UsageError(f"{path}: not a hwbench workload file ({exc.__class__.__name__})") from None
-        if header.get("format") != WORKLOAD_FORMAT:
-            raise UsageError(f"{path}: workload format {header.get('format')!r}, expected {WORKLOAD_FORMAT!r}")
-        params: dict[str, Any] = dict(header["scalars"])
-        arrays: dict[str, np.ndarray] = {}
-        annotations: dict[str, np.ndarray] = {}
-        states: dict[int, np.ndarray] = {}
-        for key in data.files:
-            if key.startswith("param__"):
-                params[key[7:]] = data[key]
-            elif key.startswith("array__"):
-                arrays[key[7:]] = data[key]
-            elif key.startswith("annotation__"):
-                annotations[key[12:]] = data[key]
-            elif key.startswith("state__"):
-                states[int(key[7:])] = data[key]
-        ordered = [states[i] for i in sorted(states)]
-        state0: Any = tuple(ordered) if header["state_is_sequence"] else ordered[0]
-        return cls(header["kernel"], header["size"], header["meta"], params, arrays, state0, annotations)
+        if not isinstance(header, dict) or header.get("format") != WORKLOAD_FORMAT:
+            found = header.get("format") if isinstance(header, dict) else None
+            raise UsageError(f"{path}: workload format {found!r}, expected {WORKLOAD_FORMAT!r}")
+        groups: dict[str, dict[str, np.ndarray]] = {"param": {}, "array": {}, "annotation": {}, "state": {}}
+        for key, value in contents.items():
+            group, _, name = key.partition("__")
+            if group in groups:
+                groups[group][name] = value
+        try:
+            params: dict[str, Any] = {**header["scalars"], **groups["param"]}
+            states = [groups["state"][str(i)] for i in range(len(groups["state"]))]
+            state0: Any = tuple(states) if header["state_is_sequence"] else states[0]
+            return cls(
+                header["kernel"], header["size"], header["meta"], params, groups["array"], state0, groups["annotation"]
+            )
+        except (KeyError, IndexError, TypeError) as exc:
+            raise UsageError(f"{path}: incomplete hwbench workload file (missing {exc})") from None
 
 
 class Kernel(ABC):

@@ -81,6 +81,10 @@ class RunResult(BaseModel):
     sample_interval_ms: float
     probe: str
     probe_cells: list[int]
+    cell_annotations: dict[str, list[int | float]] = Field(
+        default_factory=dict,
+        description="per probed cell, the workload's annotations (io-ehh: position = grid index x + n*y + n*n*z)",
+    )
     traces: list[list[float]] = Field(default_factory=list, description="[sample][cell] probe values")
     spikes: list[list[int]] = Field(default_factory=list, description="[cell] spike step indices")
     counters: dict[str, int] = Field(default_factory=dict)
