@@ -1,10 +1,10 @@
 """Seeded gap-junction connectivity of the inferior olive on a 3-D torus (Negrello et al. 2019).
 
-Cells sit on an n x n x n grid with wrap-around; the grid (torus) index of the cell at (x, y, z)
-is ``x + n*y + n*n*z``. Partners are
-drawn by grid offset: the probability of an offset at distance r (0 < r < rmax) is proportional
-to exp(-(r/4)^2), corrected so that the *distance* distribution follows that profile rather than
-the lattice's point count (which grows ~r^2 and jumps irregularly on an integer grid):
+Cells sit on an n x n x n grid with wrap-around; the grid index of the cell at (x, y, z) is
+``x + n*y + n*n*z``. Partners are drawn by grid offset: the probability of an offset at distance
+r (0 < r < rmax) is proportional to exp(-(r/4)^2), corrected so that the *distance* distribution
+follows that profile rather than the lattice's point count (which grows ~r^2 and jumps
+irregularly on an integer grid):
 
 * divided by the number of grid offsets sharing that exact distance, and
 * multiplied by the radial interval that distance stands for (distinct lattice distances are
