@@ -332,3 +332,12 @@ def test_bench_rejects_unknown_engine_and_mode(
     proc = hwbench(*bench_argv(*extra, "--out", "bench", engine=engine), cwd=tmp_path)
     assert_clean_failure(proc, EXIT_USAGE, fragment)
     assert files_under(tmp_path) == set()
+
+
+def test_bench_refuses_a_bad_size_before_running_the_others(tmp_path: Path) -> None:
+    """A connected size that is no cube fails at once: had bench first run the 216,000-cell (60^3)
+    unconnected network for 1 s of biology (minutes with numpy), this would hit the timeout."""
+    argv = ["bench", "--kernel", "io-ehh", "--device", "cpu", "--engine", "numpy", "--cells", "216000,700"]
+    proc = hwbench(*argv, "--ms", "1000", "--repeats", "1", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert_clean_failure(proc, EXIT_USAGE, "connected io-ehh size 700", "512 (8^3) or 729 (9^3)")
+    assert files_under(tmp_path) == set()

@@ -53,7 +53,7 @@ def bench(
 ) -> None:
     """Time a kernel over sizes, connected and unconnected (setup apart, min of N runs)."""
     registry = get_registry()
-    registry.kernel(kernel)  # unknown names fail before any work
+    k = registry.kernel(kernel)  # unknown names fail before any work
     resolve_mode(registry.device(device), mode)
     for name in engines:
         registry.engine(name)
@@ -67,6 +67,9 @@ def bench(
         edges = ",".join(map(str, PUBLISHED_EDGES if full else DEFAULT_EDGES))
         size_list = parse_sizes(sizes or edges, cube=True)
     connectivity = (True,) if connected_only else (False,) if unconnected_only else (False, True)
+    for size in size_list:  # a size the kernel cannot build fails now, not after the others ran
+        for connected in connectivity:
+            k.check_size(size, connected=connected)
     plan = BenchPlan(
         kernel=kernel,
         device=device,

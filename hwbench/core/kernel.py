@@ -130,6 +130,14 @@ class Kernel(ABC):
     def make_workload(self, size: int, *, connected: bool = True, seed: int = 0, **overrides: Any) -> Workload:
         """Build a seeded workload. ``size`` is the kernel's natural size (cells, neurons)."""
 
+    def check_size(self, size: int, *, connected: bool = True) -> None:
+        """Raise a UsageError if no workload of ``size`` can be built, without building one.
+
+        Lets the CLI refuse a bad size list up front instead of after hours of other sizes.
+        The default accepts every size (``make_workload`` still checks its own arguments).
+        """
+        return None
+
     @abstractmethod
     def step(self, ops: Ops, state: Any, params: dict[str, Any], inputs: dict[str, Any], t: Any) -> Any:
         """Advance ``state`` by one time step. ``t`` is the step index inside the current call.

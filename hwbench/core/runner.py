@@ -90,6 +90,7 @@ def prepare(
     if workload is None:
         if size is None or size <= 0:
             raise UsageError(f"size must be a positive number of cells, got {size}")
+        k.check_size(size, connected=connected)
         check_memory(k, size, connected)
         workload = k.make_workload(size, connected=connected, seed=seed, **(overrides or {}))
     elif workload.kernel != k.name:

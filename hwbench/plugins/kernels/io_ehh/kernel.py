@@ -82,8 +82,7 @@ class IoEhhKernel(Kernel):
         The voltages start N(-60, 3) mV per cell; network and initial state come from independent
         streams of ``seed``, so the same seed gives the same cells with or without connectivity.
         """
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-            raise UsageError(f"io-ehh size must be a positive integer number of cells, got {size!r}")
+        self.check_size(size, connected=connected)
         size = int(size)
         net = dict(NETWORK_OPTIONS)
         params: dict[str, Any] = dict(model.DEFAULT_PARAMS)
@@ -113,6 +112,13 @@ class IoEhhKernel(Kernel):
             meta.update(ngj=len(src), layout="pass-major by tgt", cell_order="by partner count, most first")
         state0 = initial_state(size, np.random.default_rng(state_seq))
         return Workload("io-ehh", size, meta, params, arrays, state0, annotations)
+
+    def check_size(self, size: int, *, connected: bool = True) -> None:
+        """A positive integer; connected networks need a cube n^3 with n >= 4 (see :mod:`.network`)."""
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise UsageError(f"io-ehh size must be a positive integer number of cells, got {size!r}")
+        if connected:
+            network.side_for_connected(int(size))
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
         """``I_app`` (uA/cm^2, into the dendrite): zero unless a protocol applies a current."""
