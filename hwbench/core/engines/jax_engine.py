@@ -188,7 +188,7 @@ class JaxOps:
             return x.at[..., index].get(mode="promise_in_bounds")
         # a pass-major target list is the ranked targets' prefixes, one per pass: one small
         # gather (the ranking) and contiguous slices instead of one gather per connection
-        ranked = x if plan.in_rank_order else x.at[..., plan.ranked].get(mode="promise_in_bounds")
+        ranked = self._ranked(x, plan)
         return jnp.concatenate([ranked[..., :c] for c in plan.counts], axis=-1)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
@@ -234,7 +234,7 @@ class JaxOps:
         if plan is None:
             return self.scatter_add(message(self.gather(x, src), self.gather(x, tgt)), tgt, size)
         check_index(src, size)
-        at_tgt = x if plan.in_rank_order else x.at[..., plan.ranked].get(mode="promise_in_bounds")
+        at_tgt = self._ranked(x, plan)
         terms = (
             message(x.at[..., src[offset : offset + count]].get(mode="promise_in_bounds"), at_tgt[..., :count])
             for offset, count in zip(plan.offsets, plan.counts)
@@ -266,6 +266,11 @@ class JaxOps:
         for term, count in zip(terms, plan.counts[1:]):
             acc = acc.at[..., :count].add(term)
         return acc if plan.in_rank_order else acc.at[..., plan.inverse].get(mode="promise_in_bounds")
+
+    @staticmethod
+    def _ranked(x: Any, plan: PassPlan) -> Any:
+        """``x`` with its targets in the plan's rank order (itself when they are numbered so)."""
+        return x if plan.in_rank_order else x.at[..., plan.ranked].get(mode="promise_in_bounds")
 
     def _pass_major(self, index: np.ndarray, size: int) -> PassPlan | None:
         """The pass plan of a gather index stored pass-major (None for any other index)."""
