@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -291,21 +292,11 @@ def test_numerics_profile_and_overrides() -> None:
     assert all(layer.vth <= 1024 for layer in ex.layers)
 
 
-def test_profile_drives_the_generic_emulator() -> None:
+def test_profile_drives_the_generic_emulator(
+    lif_close_under_generic_emulation: Callable[[NumericsProfile], None],
+) -> None:
     """The profile is for hwbench.accuracy.emulate too: a small lif run under it stays close."""
-    from hwbench.accuracy.emulate import emulating_ops
-
-    profile = DEVICE.numerics("loihi")
-    kernel = KERNELS["lif"]
-    wl = kernel.make_workload(100, reset="zero", n_in=100)
-    ref = NumpyEngine().build(kernel, wl, dtype="float64").run(wl.state0, {}, 25)
-    out = (
-        NumpyEngine()
-        .build(kernel, wl, dtype=profile.carrier, ops_wrapper=emulating_ops(profile))
-        .run(wl.state0, {}, 25)
-    )
-    assert out.probes.shape == ref.probes.shape and np.isfinite(out.state[0]).all()
-    assert np.abs(out.probes.sum(axis=0) - ref.probes.sum(axis=0)).max() <= 3
+    lif_close_under_generic_emulation(DEVICE.numerics("loihi"))
 
 
 class TestLoihiConformance(DeviceConformance):
