@@ -38,8 +38,8 @@ from hwbench.stress.sweep_spec import Cell
 
 GOAL_RATIO = 0.6
 GOAL_OVERHEAD = 0.05
-SETTINGS = CellSettings(protocols=("stress",), quick=True)
-ALONE = CellSettings(protocols=("stress",), quick=True, share_base_runs=False)
+SETTINGS = CellSettings(kernel="io-ehh", protocols=("stress",), quick=True)
+ALONE = CellSettings(kernel="io-ehh", protocols=("stress",), quick=True, share_base_runs=False)
 
 
 class MemoryLedger:

@@ -54,7 +54,7 @@ def main() -> int:
     def progress(label: str, ms: float, total: float) -> None:
         pass
 
-    auditor = standard_auditor(registry, AuditSettings(quick=args.quick), progress)
+    auditor = standard_auditor(registry, AuditSettings(kernel=kernel.name, quick=args.quick), progress)
     report = auditor.run(candidates)
     out = Path(args.out)
     write_json(report, out / "report.json")

@@ -27,11 +27,11 @@ import numpy as np
 from hwbench.accuracy.checks import state_checker
 from hwbench.accuracy.metrics import abs_deviation, deviation_metrics, spike_metrics, spike_steps, spike_window_mask
 from hwbench.accuracy.report import AuditReport, CandidateVerdict, ProtocolReport, RunSummary
-from hwbench.accuracy.verdict import Verdict, combine, floor, judge, regime
+from hwbench.accuracy.verdict import combine, floor, judge, regime
 from hwbench.core.bench import STUDY_SEED
 from hwbench.core.device import Device, RunRequest, numerics_with_overrides
 from hwbench.core.errors import UnavailableError, UsageError
-from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.kernel import Kernel, KernelInfo, Workload
 from hwbench.core.layout import pass_major_order
 from hwbench.core.plugins import Registry
 from hwbench.core.runner import resolve_mode
@@ -52,12 +52,23 @@ class Candidate:
     profile: Any = None  # a NumericsProfile
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """A candidate with its device record, its mode and the profile it runs (None: the device's own)."""
+
+    candidate: Candidate
+    device: Device
+    mode: str
+    profile: Any = None
+
+
 @dataclass
 class AuditSettings:
+    kernel: str  # the kernel audited; its record (KernelInfo.audit) says which protocols apply
     quick: bool = False
     dt_refine: bool = False
     seed: int = STUDY_SEED
-    protocols: tuple[str, ...] = ("validation", "stress")
+    protocols: tuple[str, ...] = ()  # empty: every protocol the kernel declares
     engine: str | None = None  # engine for reference, gold and ensemble (default: fastest)
     refine_factors: tuple[int, ...] = (10, 100)  # dt/k of the dt-refinement runs (with dt_refine)
     threads: int | None = None  # runs built and run at once (default: one per core); 1 inside a 1-thread worker
@@ -103,7 +114,7 @@ class ProtocolData:
 
 
 Progress = Callable[[str, float, float], None]  # (label, ms done in this step, total ms of label)
-ProtocolFactory = Callable[[AuditSettings], Scenario]  # a protocol's scenario for the audit's settings
+ProtocolFactory = Callable[[AuditSettings, KernelInfo], Scenario]  # a protocol's scenario for a kernel
 Refiner = Callable[[Job, Kernel, int], Job]  # the candidate's job at dt/k
 Forensics = Callable[[Job, Kernel, Trace], "dict[str, Any] | None"]  # locate a violation in a trace
 
@@ -169,12 +180,22 @@ class Auditor:
         self.forensics = forensics
         self.data: dict[str, ProtocolData] = {}
 
-    def scenarios(self) -> dict[str, Scenario]:
-        """The scenario of every protocol the settings ask for (a UsageError names unknown ones)."""
-        unknown = [p for p in self.settings.protocols if p not in self.protocols]
+    def protocol_names(self) -> tuple[str, ...]:
+        """The protocols asked for, or every one the kernel declares; a UsageError names unknown ones."""
+        info = self.registry.kernel(self.settings.kernel).info
+        names = self.settings.protocols or tuple(p for p in info.audit.declared() if p in self.protocols)
+        if not names:
+            why = "; ".join(f"{p}: {info.audit.reason(p)}" for p in self.protocols)
+            raise UsageError(f"kernel '{info.name}' cannot be audited here ({why})")
+        unknown = [p for p in names if p not in self.protocols]
         if unknown:
             raise UsageError(f"unknown protocol {', '.join(unknown)}; choose from: {', '.join(self.protocols)}")
-        return {name: self.protocols[name](self.settings) for name in self.settings.protocols}
+        return names
+
+    def scenarios(self) -> dict[str, Scenario]:
+        """The scenario of every protocol to run; a protocol the kernel refuses is a UsageError with its reason."""
+        info = self.registry.kernel(self.settings.kernel).info
+        return {name: self.protocols[name](self.settings, info) for name in self.protocol_names()}
 
     @property
     def refining(self) -> bool:
@@ -218,17 +239,18 @@ class Auditor:
                 "quick": self.settings.quick,
                 "dt_refine": self.settings.dt_refine,
                 "seed": self.settings.seed,
-                "protocols": list(self.settings.protocols),
+                "kernel": self.settings.kernel,
+                "protocols": list(planned),
                 **({"base_runs_reused_from_earlier_audit": self.reused} if self.reused else {}),
                 "candidates": [
                     {
-                        "device": c.device,
-                        "mode": m,
-                        "overrides": c.overrides,
-                        "profile_file": c.profile_path,
-                        **({"profile": c.profile.name} if c.profile is not None else {}),
+                        "device": r.candidate.device,
+                        "mode": r.mode,
+                        "overrides": r.candidate.overrides,
+                        "profile_file": r.candidate.profile_path,
+                        **({"profile": r.candidate.profile.name} if r.candidate.profile is not None else {}),
                     }
-                    for c, _, m, _ in resolved
+                    for r in resolved
                 ],
             },
             protocols=protocol_reports,
@@ -237,7 +259,7 @@ class Auditor:
             elapsed_s=time.perf_counter() - t_start,
         )
 
-    def preflight(self, candidates: list[Candidate]) -> tuple[list[tuple[Candidate, Device, str, Any]], dict]:
+    def preflight(self, candidates: list[Candidate]) -> tuple[list[Resolved], dict[str, Scenario]]:
         """Resolve every candidate and refuse, before minutes of reference runs, what cannot run."""
         self.registry.device("cpu")  # the reference: refused now if disabled, not after the progress bars
         resolved = [self._resolve(c) for c in candidates]
@@ -249,16 +271,16 @@ class Auditor:
                     f"--dt-refine: kernel '{kernel.name}' of protocol '{name}' is discrete-time (no dt parameter)"
                 )
             workload = scenario.make_workload(kernel)
-            for _, device, mode, _ in resolved:
-                support = device.supports(kernel, workload, mode=mode)
+            for r in resolved:
+                support = r.device.supports(kernel, workload, mode=r.mode)
                 if not support.ok:
                     raise UnavailableError(
-                        f"device '{device.name}' [{mode}] cannot run the {name} protocol "
+                        f"device '{r.device.name}' [{r.mode}] cannot run the {name} protocol "
                         f"({workload.size} cells): {support.reason}"
                     )
         return resolved, planned
 
-    def _resolve(self, c: Candidate) -> tuple[Candidate, Device, str, Any]:
+    def _resolve(self, c: Candidate) -> Resolved:
         device = self.registry.device(c.device)
         mode = resolve_mode(device, c.mode)
         probe = device.probe()
@@ -271,48 +293,57 @@ class Auditor:
             profile = NumericsProfile.load(c.profile_path)
         elif profile is None and c.overrides:
             profile = numerics_with_overrides(device, mode, c.overrides)
-        return c, device, mode, profile
+        return Resolved(c, device, mode, profile)
 
     def _protocol(
-        self,
-        name: str,
-        scenario: Scenario,
-        kernel: Kernel,
-        cpu: Device,
-        resolved: list[tuple[Candidate, Device, str, Any]],
+        self, name: str, scenario: Scenario, kernel: Kernel, cpu: Device, resolved: list[Resolved]
     ) -> ProtocolReport:
+        """Run one protocol's jobs and judge every candidate against the floor of its ensemble."""
         data = ProtocolData(scenario)
         self.data[name] = data
+        jobs = self._jobs(scenario, kernel, cpu, resolved)
+        traces = self._traces(name, scenario, kernel, jobs)
+        compared = self._compare_all(kernel, jobs, traces, data)
+        ensemble = [compared[j.label] for j in jobs if j.role == "ensemble"]
+        regime_name = regime(ensemble)
+        floor_values = floor([compared[j.label] for j in jobs if j.role in ("gold", "ensemble")])
+        judged = [job for job in jobs if job.role in ("candidate", "dt-refine")]
+        verdicts = [self._verdict(j, compared[j.label], traces[j.label], floor_values, regime_name) for j in judged]
+        main = [v.verdict for v, job in zip(verdicts, judged, strict=True) if job.role == "candidate"]
+        return ProtocolReport(
+            name=name,
+            description=scenario.description,
+            reduced=scenario.reduced,
+            sample_ms=(kernel.info.dt_ms or 1.0) * kernel.info.sample_every,
+            regime=regime_name,
+            floor=floor_values,
+            runs=[self._summary(job, traces[job.label], compared.get(job.label, {})) for job in jobs],
+            verdicts=verdicts,
+            verdict=combine(main),
+        )
+
+    def _jobs(self, scenario: Scenario, kernel: Kernel, cpu: Device, resolved: list[Resolved]) -> list[Job]:
+        """The reference, gold and ensemble runs on the CPU, then each candidate (and its dt/k runs)."""
         workload = scenario.make_workload(kernel)
         engine = self.settings.engine
+        reordered = reversed_sum_order(workload)
+        nudged = perturbed_voltages(workload, kernel.info.perturbed_rows())
         jobs = [
             Job("reference", "reference", cpu, "fp32", workload, scenario, engine=engine),
             Job("gold (CPU fp64)", "gold", cpu, "fp64", workload, scenario, engine=engine),
-            Job(
-                "ensemble: reversed order",
-                "ensemble",
-                cpu,
-                "fp32",
-                reversed_sum_order(workload),
-                scenario,
-                engine=engine,
-            ),
-            Job(
-                "ensemble: +1 ulp V0",
-                "ensemble",
-                cpu,
-                "fp32",
-                perturbed_voltages(workload, kernel.info.perturbed_rows()),
-                scenario,
-                engine=engine,
-            ),
+            Job("ensemble: reversed order", "ensemble", cpu, "fp32", reordered, scenario, engine=engine),
+            Job("ensemble: +1 ulp V0", "ensemble", cpu, "fp32", nudged, scenario, engine=engine),
         ]
-        for cand, device, mode, profile in resolved:
-            label = self._cand_label(Candidate(cand.device, mode))
-            job = Job(label, "candidate", device, mode, workload, scenario, profile=profile)
+        for r in resolved:
+            label = self._cand_label(Candidate(r.candidate.device, r.mode))
+            job = Job(label, "candidate", r.device, r.mode, workload, scenario, profile=r.profile)
             jobs.append(job)
             if self.refine is not None and self.refining:
                 jobs += [self.refine(job, kernel, k) for k in self.settings.refine_factors]
+        return jobs
+
+    def _traces(self, name: str, scenario: Scenario, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
+        """Run the jobs; refuse a protocol whose reference fails, and locate each candidate's violation."""
         traces = self._execute_reusing(name, scenario, kernel, jobs)
         ref = traces["reference"]
         if ref.violation:
@@ -323,82 +354,83 @@ class Auditor:
                 trace.violation = self.forensics(job, kernel, trace) or trace.violation
             if trace.violation:
                 trace.violation = with_grid_index(trace.violation, job.workload)
-        runs = [(j.label, j.role, j.device, j.mode, traces[j.label], j.profile) for j in jobs]
+        return traces
 
-        sample_ms = (kernel.info.dt_ms or 1.0) * kernel.info.sample_every
-        summaries: list[RunSummary] = []
-        metrics_of: dict[str, dict[str, Any]] = {}
+    def _compare_all(
+        self, kernel: Kernel, jobs: list[Job], traces: dict[str, Trace], data: ProtocolData
+    ) -> dict[str, dict[str, Any]]:
+        """Deviation, spike and registered metrics of every run but the reference, against the reference."""
+        ref = traces["reference"]
         ncells = int(np.shape(ref.probes)[-1])
         ref_steps = spike_steps(ref.spikes, kernel.info.sample_every, ncells)
-        for label, role, device, mode, trace, profile in runs:
-            data.traces[label] = trace
-            data.roles[label] = role
-            summary_metrics: dict[str, Any] = {}
-            if role != "reference":
-                fine = trace.refine
-                steps = spike_steps(trace.spikes, kernel.info.sample_every * fine, ncells)
-                steps_coarse = [s // fine for s in steps]  # on the reference's step grid
-                dev = abs_deviation(trace.probes, ref.probes)
-                mask = spike_window_mask(
-                    [np.union1d(a, b) for a, b in zip(steps_coarse, ref_steps, strict=True)],
-                    len(dev),
-                    kernel.info.sample_every,
-                    kernel.info.dt_ms or 1.0,
-                )
-                deviation = deviation_metrics(dev, sample_ms, mask)
-                data.deviations[label] = deviation.pop("max_over_time")
-                spk = spike_metrics(steps_coarse, ref_steps, kernel.info.dt_ms or 1.0)
-                summary_metrics = {"deviation": deviation, "spikes": spk}
-                metrics_of[label] = summary_metrics
-                summary_metrics["registered"] = self._registered_metrics(trace, ref, kernel)
-            prof = (
-                profile if profile is not None else (device.numerics(mode) if trace.execution == "emulated" else None)
-            )
-            summaries.append(
-                RunSummary(
-                    label=label,
-                    role=role,
-                    device=device.name,
-                    mode=mode,
-                    execution=trace.execution,
-                    engine=trace.detail,
-                    profile=None if prof is None else prof.name,
-                    profile_confidence=_confidence_counts(prof),
-                    setup_s=trace.setup_s,
-                    run_s=trace.run_s,
-                    deviation=summary_metrics.get("deviation"),
-                    spikes=summary_metrics.get("spikes"),
-                    violation=trace.violation,
-                    counters=trace.counters,
-                    metrics=summary_metrics.get("registered", {}),
-                )
-            )
-        regime_name = regime([metrics_of[r[0]] for r in runs if r[1] == "ensemble"])
-        floor_values = floor([metrics_of[r[0]] for r in runs if r[1] in ("gold", "ensemble")])
-        verdicts: list[CandidateVerdict] = []
-        main: list[Verdict] = []
-        for label, role, device, mode, trace, _ in runs:
-            if role not in ("candidate", "dt-refine"):
+        compared: dict[str, dict[str, Any]] = {}
+        for job in jobs:
+            trace = traces[job.label]
+            data.traces[job.label] = trace
+            data.roles[job.label] = job.role
+            if job.role == "reference":
                 continue
-            verdict, score, reasons = judge(metrics_of[label], trace.violation, floor_values, regime_name)
-            if role == "candidate":
-                main.append(verdict)
-            else:
-                mode = f"{mode} {label.split()[-1]}"
-            verdicts.append(
-                CandidateVerdict(device=device.name, mode=mode, verdict=verdict, score=score, reasons=reasons)
-            )
-        return ProtocolReport(
-            name=name,
-            description=scenario.description,
-            reduced=scenario.reduced,
-            sample_ms=sample_ms,
-            regime=regime_name,
-            floor=floor_values,
-            runs=summaries,
-            verdicts=verdicts,
-            verdict=combine(main),
+            compared[job.label] = self._compare(kernel, trace, ref, ref_steps, data.deviations, job.label)
+        return compared
+
+    def _compare(
+        self,
+        kernel: Kernel,
+        trace: Trace,
+        ref: Trace,
+        ref_steps: list[np.ndarray],
+        deviations: dict[str, np.ndarray],
+        label: str,
+    ) -> dict[str, Any]:
+        """One run against the reference: probe deviation outside spike windows, spike timing, registered metrics."""
+        info = kernel.info
+        dt_ms = info.dt_ms or 1.0
+        fine = trace.refine
+        steps = spike_steps(trace.spikes, info.sample_every * fine, len(ref_steps))
+        steps_coarse = [s // fine for s in steps]  # on the reference's step grid
+        dev = abs_deviation(trace.probes, ref.probes)
+        windows = [np.union1d(a, b) for a, b in zip(steps_coarse, ref_steps, strict=True)]
+        mask = spike_window_mask(windows, len(dev), info.sample_every, dt_ms)
+        deviation = deviation_metrics(dev, dt_ms * info.sample_every, mask)
+        deviations[label] = deviation.pop("max_over_time")
+        return {
+            "deviation": deviation,
+            "spikes": spike_metrics(steps_coarse, ref_steps, dt_ms),
+            "registered": self._registered_metrics(trace, ref, kernel),
+        }
+
+    @staticmethod
+    def _summary(job: Job, trace: Trace, metrics: dict[str, Any]) -> RunSummary:
+        """What the JSON report keeps of one run (its traces stay in memory, for the plots)."""
+        prof = job.profile
+        if prof is None and trace.execution == "emulated":
+            prof = job.device.numerics(job.mode)
+        return RunSummary(
+            label=job.label,
+            role=job.role,
+            device=job.device.name,
+            mode=job.mode,
+            execution=trace.execution,
+            engine=trace.detail,
+            profile=None if prof is None else prof.name,
+            profile_confidence=_confidence_counts(prof),
+            setup_s=trace.setup_s,
+            run_s=trace.run_s,
+            deviation=metrics.get("deviation"),
+            spikes=metrics.get("spikes"),
+            violation=trace.violation,
+            counters=trace.counters,
+            metrics=metrics.get("registered", {}),
         )
+
+    @staticmethod
+    def _verdict(
+        job: Job, metrics: dict[str, Any], trace: Trace, floor_values: dict[str, float], regime_name: str
+    ) -> CandidateVerdict:
+        """A candidate's (or its dt/k run's) verdict; a dt/k run names its factor after the mode."""
+        verdict, score, reasons = judge(metrics, trace.violation, floor_values, regime_name)
+        mode = job.mode if job.role == "candidate" else f"{job.mode} {job.label.split()[-1]}"
+        return CandidateVerdict(device=job.device.name, mode=mode, verdict=verdict, score=score, reasons=reasons)
 
     def _registered_metrics(self, trace: Trace, ref: Trace, kernel: Kernel) -> dict[str, Any]:
         """Every registered accuracy/check metric; a broken (third-party) metric reports its error."""
@@ -433,65 +465,66 @@ class Auditor:
         """Build and run every job. Jobs that compile to the same program share one executor and run
         one after another; different programs build and run in parallel threads (XLA releases the
         GIL while compiling and executing, so every core works)."""
-        groups: dict[tuple, list[Job]] = {}
+        groups: dict[tuple[Any, ...], list[Job]] = {}
         for job in jobs:
             groups.setdefault(job.executor_key(), []).append(job)
-
-        def run_group(group: list[Job]) -> list[tuple[str, Trace]]:
-            first = group[0]
-            support = first.device.supports(kernel, first.workload, mode=first.mode)
-            if not support.ok:
-                raise UnavailableError(
-                    f"device '{first.device.name}' cannot run {first.scenario.name} "
-                    f"({first.workload.size} cells): {support.reason}"
-                )
-            t0 = time.perf_counter()
-            executor = first.device.executor(
-                RunRequest(
-                    kernel,
-                    first.workload,
-                    mode=first.mode,
-                    engine=first.engine,
-                    profile=first.profile,
-                    sample_every=first.sample_every,
-                )
-            )
-            setup = time.perf_counter() - t0
-            execution = first.device.probe().status
-            out = []
-            for job in group:
-                label = prefix + job.label
-                total = job.scenario.total_ms
-
-                def tick(ms: float, label: str = label, total: float = total) -> None:
-                    if self.progress:
-                        self.progress(label, ms, total)
-
-                trace = run_scenario(
-                    executor,
-                    kernel,
-                    job.workload,
-                    job.scenario,
-                    label=job.label,
-                    check=state_checker(kernel),
-                    progress=tick,
-                )
-                trace.setup_s = setup if job is first else 0.0
-                trace.execution = execution
-                trace.detail = executor.engine_name + (f" ({executor.detail})" if executor.detail else "")
-                trace.refine = job.refine
-                out.append((job.label, trace))
-            return out
-
         workers = max(1, min(len(groups), self.settings.threads or os.cpu_count() or 1))
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
-            results = list(pool.map(run_group, groups.values()))
+            results = list(pool.map(lambda group: self._run_group(prefix, kernel, group), groups.values()))
         except BaseException:  # Ctrl-C or a failed group: the groups not yet started never start
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()
         return {label: trace for group in results for label, trace in group}
+
+    def _run_group(self, prefix: str, kernel: Kernel, group: list[Job]) -> list[tuple[str, Trace]]:
+        """Build one executor for jobs that share a program and run each job's scenario on it."""
+        first = group[0]
+        support = first.device.supports(kernel, first.workload, mode=first.mode)
+        if not support.ok:
+            raise UnavailableError(
+                f"device '{first.device.name}' cannot run {first.scenario.name} "
+                f"({first.workload.size} cells): {support.reason}"
+            )
+        t0 = time.perf_counter()
+        request = RunRequest(
+            kernel,
+            first.workload,
+            mode=first.mode,
+            engine=first.engine,
+            profile=first.profile,
+            sample_every=first.sample_every,
+        )
+        executor = first.device.executor(request)
+        setup = time.perf_counter() - t0
+        execution = first.device.probe().status
+        out = []
+        for job in group:
+            trace = run_scenario(
+                executor,
+                kernel,
+                job.workload,
+                job.scenario,
+                label=job.label,
+                check=state_checker(kernel),
+                progress=self._ticker(prefix + job.label, job.scenario.total_ms),
+            )
+            trace.setup_s = setup if job is first else 0.0
+            trace.execution = execution
+            trace.detail = executor.engine_name + (f" ({executor.detail})" if executor.detail else "")
+            trace.refine = job.refine
+            out.append((job.label, trace))
+        return out
+
+    def _ticker(self, label: str, total_ms: float) -> Callable[[float], None]:
+        """The progress callback of one run: ms simulated so far, reported under ``label``."""
+
+        def tick(ms: float) -> None:
+            if self.progress:
+                self.progress(label, ms, total_ms)
+
+        return tick
 
 
 def with_grid_index(found: dict[str, Any], workload: Workload) -> dict[str, Any]:

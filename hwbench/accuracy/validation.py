@@ -1,29 +1,37 @@
-"""The numerical-validation protocol of Landsmeer et al. (2024): a connected 729-cell (9^3)
-network for 10 s of biological time, somatic voltage every 1 ms, deviation from the CPU reference
-over the first and the last 1 s. The default seed is the study's, so the network is the study's own."""
+"""The numerical-validation protocol: the kernel's network runs free for a while and its probe is
+compared with the CPU reference sample by sample (for io-ehh, the study's: 729 connected cells for
+10 s, somatic voltage every 1 ms). Sizes, duration and the input held at zero come from the
+kernel's record (:class:`hwbench.core.protocol_facts.ValidationFacts`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from hwbench.core.bench import STUDY_SEED
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import KernelInfo
 from hwbench.core.scenario import Scenario, Segment
 
 
-def validation(*, seed: int = STUDY_SEED, edge: int = 9, seconds: float = 10.0, quick: bool = False) -> Scenario:
-    """The validation scenario; ``quick`` uses 125 cells (5^3) for 2 s."""
-    reduced = None
+def validation(info: KernelInfo, *, seed: int = STUDY_SEED, quick: bool = False) -> Scenario:
+    """The validation scenario of the kernel ``info`` describes; ``quick`` is its declared short variant."""
+    facts = info.audit.validation
+    if facts is None:
+        raise UsageError(f"kernel '{info.name}' has no validation protocol: {info.audit.reason('validation')}")
+    size, ms, reduced = facts.size, facts.ms, None
     if quick:
-        edge, seconds = 5, 2.0
-        reduced = "quick: 125 cells (5^3) for 2 s instead of 729 cells for 10 s"
-    ncells = edge**3
+        size, ms = facts.quick_size, facts.quick_ms
+        reduced = f"quick: {size:,} cells for {ms / 1000:g} s instead of {facts.size:,} cells for {facts.ms / 1000:g} s"
+    inputs = {facts.drive: np.zeros(size)} if facts.drive else {}
+    held = f", {facts.drive} = 0" if facts.drive else ""
     return Scenario(
         name="validation",
-        kernel="io-ehh",
-        size=ncells,
-        connected=True,
+        kernel=info.name,
+        size=size,
+        connected=facts.connected,
         seed=seed,
-        segments=[Segment(seconds * 1000.0, {"I_app": np.zeros(ncells)}, "free run")],
+        segments=[Segment(ms, inputs, "free run")],
         reduced=reduced,
-        description=f"{ncells} cells connected, {seconds:g} s, I_app = 0, somatic V every 1 ms",
+        description=f"{size:,} cells {'connected' if facts.connected else 'unconnected'}, {ms / 1000:g} s{held}, "
+        f"{info.probe} every {(info.dt_ms or 1.0) * info.sample_every:g} ms",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -18,6 +19,11 @@ from hwbench.core import interrupts
 from hwbench.core.bench import STUDY_SEED
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from hwbench.core.files import OutputDir
+from hwbench.plugins import DEFAULT_KERNEL
+
+if TYPE_CHECKING:
+    from hwbench.accuracy.audit import Candidate
+    from hwbench.core.plugins import Registry
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -36,7 +42,9 @@ def _fmt(x: float | None, unit: str = "") -> str:
     multiple=True,
     help="Device to audit, NAME or NAME:MODE (repeatable: devices side by side).",
 )
-@click.option("--kernel", "-k", default="io-ehh", show_default=True, help="Kernel to audit (DL primitives: gemm, ...).")
+@click.option(
+    "--kernel", "-k", default=DEFAULT_KERNEL, show_default=True, help="Kernel to audit (DL primitives: gemm, ...)."
+)
 @click.option("--config", "dl_config", default=None, help="DL kernels: configuration, e.g. gemm_k4.")
 @click.option("--mode", default=None, help="Numerics mode (for a single --device without :MODE).")
 @click.option(
@@ -92,29 +100,16 @@ def audit(
         )
     if not devices:
         raise UsageError("give at least one --device NAME[:MODE] to audit")
-    from hwbench.accuracy.audit import AuditSettings, Candidate
+    from hwbench.accuracy.audit import AuditSettings
     from hwbench.core.results import write_json
 
     validate.refuse_together(
         click.get_current_context(), "sets", ["profile_path"], "set the parameters in the profile file instead"
     )
     registry = get_registry()
-    overrides = parse_set(sets)
-    names = []
-    for spec in devices:
-        name, _, spec_mode = spec.partition(":")
-        registry.device(name)  # unknown names fail now, with suggestions
-        if mode and len(devices) > 1 and not spec_mode:
-            raise UsageError("with several --device, give each its mode as NAME:MODE")
-        names.append((name, spec_mode or mode))
-    profile_for = _profile_device(profile_path, [n for n, _ in names])
-    candidates = [Candidate(n, m, overrides, profile_path if n == profile_for else None) for n, m in names]
+    candidates = _candidates(registry, devices, mode, parse_set(sets), profile_path)
     settings = AuditSettings(
-        quick=quick,
-        dt_refine=dt_refine,
-        seed=seed,
-        protocols=tuple(protocols) or ("validation", "stress"),
-        engine=engine,
+        kernel=kernel, quick=quick, dt_refine=dt_refine, seed=seed, protocols=tuple(protocols), engine=engine
     )
     with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
         report, data = _run_audit(registry, settings, candidates, kernel, as_json)
@@ -140,6 +135,27 @@ def audit(
 AUDIT_OUTPUTS = ("report.json", "*_box.png", "*_traces.png")
 
 
+def _candidates(
+    registry: Registry,
+    devices: tuple[str, ...],
+    mode: str | None,
+    overrides: dict[str, Any],
+    profile_path: str | None,
+) -> list[Candidate]:
+    """One candidate per ``--device NAME[:MODE]``; unknown devices fail now, with suggestions."""
+    from hwbench.accuracy.audit import Candidate
+
+    names = []
+    for spec in devices:
+        name, _, spec_mode = spec.partition(":")
+        registry.device(name)
+        if mode and len(devices) > 1 and not spec_mode:
+            raise UsageError("with several --device, give each its mode as NAME:MODE")
+        names.append((name, spec_mode or mode))
+    profile_for = _profile_device(profile_path, [n for n, _ in names])
+    return [Candidate(n, m, overrides, profile_path if n == profile_for else None) for n, m in names]
+
+
 def _profile_device(profile_path: str | None, names: list[str]) -> str | None:
     """The --device a profile file applies to: the one it names, which must be among them."""
     if not profile_path:
@@ -160,13 +176,7 @@ def _run_audit(registry, settings, candidates, kernel: str, as_json: bool):
     from hwbench.stress.protocols import standard_auditor
 
     auditor = standard_auditor(registry, settings)
-    audited = {scenario.kernel for scenario in auditor.scenarios().values()}
-    if kernel not in audited:
-        raise UsageError(
-            f"kernel '{kernel}' has no audit protocol here: the {', '.join(settings.protocols)} protocol(s) run "
-            f"{', '.join(sorted(audited))}; DL primitives are audited elementwise (--kernel gemm, conv2d, relu, lstm)"
-        )
-    auditor.preflight(candidates)
+    auditor.preflight(candidates)  # a protocol the kernel refuses: a UsageError with the kernel's reason
     tasks: dict[str, TaskID] = {}
     with Progress(
         TextColumn("{task.description:<44}"),

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from hwbench.core.errors import UsageError
+from hwbench.plugins import DEFAULT_KERNEL
 
 MAX_SIZES = 10_000  # a size list longer than this is a typo (1..99999999), not a benchmark plan
 
@@ -46,7 +47,7 @@ def parse_sizes(text: str, *, cube: bool) -> list[int]:
     return [v**3 for v in values] if cube else values
 
 
-def kernel_option(default: str = "io-ehh"):
+def kernel_option(default: str = DEFAULT_KERNEL):
     return click.option("--kernel", "-k", default=default, show_default=True, help="Kernel name (hwbench kernels).")
 
 

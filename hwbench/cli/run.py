@@ -125,7 +125,7 @@ def run(
         registry.engine(engine)  # unknown names fail before any work
     workload = Workload.load(workload_file) if workload_file else None
     if workload is None and cells is None:
-        cells = 729 if k.name == "io-ehh" else 1000
+        cells = k.info.default_size
     nsamples = samples_for(k, ms)
     size = workload.size if workload is not None else cells
     check_memory(k, size, not unconnected)  # the network first, then its traces: both before building

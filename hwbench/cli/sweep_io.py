@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hwbench.core.errors import UsageError
+from hwbench.plugins import DEFAULT_KERNEL
 from hwbench.stress.sensitivity import SweepResult
 from hwbench.stress.sweep_spec import Cell, SweepSpec
 
@@ -88,7 +89,6 @@ def preflight(spec: SweepSpec, cells: list[Cell]) -> None:
     """Every cell's candidate built here first (unknown devices, modes, parameters, unfit
     formats), so bad input is one line before a cluster starts."""
     from hwbench.core.plugins import get_registry
-    from hwbench.stress.protocols import PROTOCOLS
     from hwbench.stress.sweep_cell import candidate
 
     registry = get_registry()
@@ -98,13 +98,12 @@ def preflight(spec: SweepSpec, cells: list[Cell]) -> None:
         if probe_key not in seen:
             seen.add(probe_key)
             candidate(registry, cell)
-    if any(c.dt > 1 for c in cells):
-        from hwbench.accuracy.audit import AuditSettings
-
-        for name in spec.protocols:
-            kernel = registry.kernel(PROTOCOLS[name](AuditSettings(quick=True)).kernel)
-            if kernel.info.dt_param is None:
-                raise UsageError(f"--dt: kernel '{kernel.name}' of protocol '{name}' is discrete-time (no dt)")
+    kernel = registry.kernel(spec.kernel or DEFAULT_KERNEL)
+    for name in spec.protocols:  # a protocol the kernel does not declare: refused with its reason
+        if name not in kernel.info.audit.declared():
+            raise UsageError(f"kernel '{kernel.name}' has no {name} protocol: {kernel.info.audit.reason(name)}")
+    if any(c.dt > 1 for c in cells) and kernel.info.dt_param is None:
+        raise UsageError(f"--dt: kernel '{kernel.name}' is discrete-time (no dt parameter)")
 
 
 def execute(
@@ -128,7 +127,7 @@ def execute(
     pending = opened_store()
     store = None if pending is None else StoreLedger(pending, sweep_id, {c.key(): c for c in cells})
     ledger = BothLedgers(JsonlLedger(folder / "cells.jsonl"), store)
-    settings = CellSettings(protocols=tuple(spec.protocols), quick=spec.quick)
+    settings = CellSettings(kernel=spec.kernel or DEFAULT_KERNEL, protocols=tuple(spec.protocols), quick=spec.quick)
     t0 = time.perf_counter()
     with dask_client(scheduler, workers) as (client, info):
         if not plan.resumed:

@@ -26,7 +26,7 @@ STUDY_SEED = 42
 
 @dataclass
 class BenchPlan:
-    kernel: str = "io-ehh"
+    kernel: str
     device: str = "cpu"
     mode: str | None = None
     engines: Sequence[str | None] = (None,)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.files import OutputFiles, check_input_file
 from hwbench.core.ops import OpClass, Ops
+from hwbench.core.protocol_facts import AuditFacts
 
 if TYPE_CHECKING:
     from hwbench.core.activity import Activity, Structure
@@ -51,6 +52,15 @@ class KernelInfo(BaseModel):
         None,
         description="state rows the audit's '+1 ulp' ensemble member perturbs (default: the probed row); "
         "e.g. every compartment's voltage",
+    )
+
+    default_size: int = Field(
+        1000, gt=0, description="the size commands use when none is given (cells, neurons)"
+    )
+    audit: AuditFacts = Field(
+        default_factory=AuditFacts,
+        description="the accuracy protocols this kernel declares (sizes, drive, what varies per cell) "
+        "and why the others do not apply",
     )
 
     def perturbed_rows(self) -> list[int]:

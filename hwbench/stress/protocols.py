@@ -15,9 +15,11 @@ from hwbench.core.scenario import Trace
 from hwbench.stress import forensics, refinement
 from hwbench.stress.stimulus import spike_stress
 
+# Each protocol builds its scenario from the audited kernel's record (KernelInfo.audit), which
+# says what the protocol needs of that kernel or why it does not apply.
 PROTOCOLS: dict[str, ProtocolFactory] = {
-    "validation": lambda settings: validation(seed=settings.seed, quick=settings.quick),
-    "stress": lambda settings: spike_stress(seed=settings.seed, quick=settings.quick),
+    "validation": lambda settings, info: validation(info, seed=settings.seed, quick=settings.quick),
+    "stress": lambda settings, info: spike_stress(info, seed=settings.seed, quick=settings.quick),
 }
 
 

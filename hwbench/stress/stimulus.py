@@ -1,63 +1,77 @@
-"""The spike stress test of Landsmeer et al. (2024), as specified in specs/io-ehh.md.
+"""The stress test: a warm-up, then pulses of input to random subsets of cells (for io-ehh, the
+spike stress test of Landsmeer et al. 2024, specs/io-ehh.md).
 
-Connected 64-cell network; g_CaL per cell drawn from 0.5 + 0.9 U(0, 1); 5 s warm-up with
-I_app = 0; then 10 times: a 50 ms pulse in which a random third of the cells (drawn with
-replacement) get I_app ~ N(10, 3) uA/cm^2, followed by 950 ms with I_app = 0. All randomness comes
-from one seed, so every device sees the same network, conductances and pulses; the default seed is
-the study's (42), which gives the study's own network (conductances and pulses come from
-hwbench's own stream of that seed: the study's draws of them are not reproduced).
+What is pulsed, how hard, how often and which parameter varies from cell to cell come from the
+kernel's record (:class:`hwbench.core.protocol_facts.StressFacts`). All randomness comes from one
+seed, so every device sees the same network, per-cell parameters and pulses; the default seed is
+the study's (42), which for io-ehh gives the study's own network (its per-cell conductances and
+pulses come from hwbench's own stream of that seed: the study's draws of them are not reproduced).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from hwbench.core.bench import STUDY_SEED
+from hwbench.core.errors import UsageError
+from hwbench.core.kernel import KernelInfo
+from hwbench.core.protocol_facts import StressFacts
 from hwbench.core.scenario import Scenario, Segment
 
-STUDY = "Landsmeer et al., Neurocomputing 2024, spike stress test (specs/io-ehh.md)"
 
-
-def spike_stress(
-    *,
-    seed: int = STUDY_SEED,
-    edge: int = 4,
-    warmup_ms: float = 5000.0,
-    pulses: int = 10,
-    pulse_ms: float = 50.0,
-    rest_ms: float = 950.0,
-    amplitude: tuple[float, float] = (10.0, 3.0),
-    fraction: float = 1 / 3,
-    quick: bool = False,
-) -> Scenario:
-    """The stress scenario; ``quick`` shortens the warm-up to 1 s and uses 3 pulses."""
-    reduced = None
+def spike_stress(info: KernelInfo, *, seed: int = STUDY_SEED, quick: bool = False) -> Scenario:
+    """The stress scenario of the kernel ``info`` describes; ``quick`` shortens the warm-up and the
+    number of pulses to the kernel's declared short variant."""
+    facts = info.audit.stress
+    if facts is None:
+        raise UsageError(f"kernel '{info.name}' has no stress protocol: {info.audit.reason('stress')}")
+    warmup_ms, pulses, reduced = facts.warmup_ms, facts.pulses, None
     if quick:
-        warmup_ms, pulses = 1000.0, 3
-        reduced = "quick: warm-up 1 s instead of 5 s, 3 pulses instead of 10"
-    ncells = edge**3
+        warmup_ms, pulses = facts.quick_warmup_ms, facts.quick_pulses
+        reduced = (
+            f"quick: warm-up {warmup_ms / 1000:g} s instead of {facts.warmup_ms / 1000:g} s, "
+            f"{pulses} pulses instead of {facts.pulses}"
+        )
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x57E55]))
-    g_cal = 0.5 + 0.9 * rng.uniform(0.0, 1.0, ncells)
-    zero = np.zeros(ncells)
-    segments = [Segment(warmup_ms, {"I_app": zero}, "warm-up")]
-    for k in range(pulses):
-        current = np.zeros(ncells)
-        chosen = rng.integers(0, ncells, size=round(ncells * fraction))  # with replacement
-        current[chosen] = rng.normal(amplitude[0], amplitude[1], size=chosen.size)
-        segments.append(Segment(pulse_ms, {"I_app": current}, f"pulse {k + 1}"))
-        segments.append(Segment(rest_ms, {"I_app": zero}, f"rest {k + 1}"))
+    overrides = _per_cell(facts, rng)
     return Scenario(
         name="stress",
-        kernel="io-ehh",
-        size=ncells,
-        connected=True,
+        kernel=info.name,
+        size=facts.size,
+        connected=facts.connected,
         seed=seed,
-        segments=segments,
-        overrides={"g_CaL": g_cal},
+        segments=_pulses(facts, rng, warmup_ms, pulses),
+        overrides=overrides,
         reduced=reduced,
-        description=(
-            f"{ncells} cells connected, g_CaL = 0.5 + 0.9 U(0,1), {warmup_ms / 1000:g} s warm-up, {pulses} x "
-            f"({pulse_ms:g} ms pulse to a random third of cells, I_app ~ N({amplitude[0]:g}, {amplitude[1]:g}); "
-            f"{rest_ms:g} ms rest)"
-        ),
+        description=_describe(facts, warmup_ms, pulses),
+    )
+
+
+def _per_cell(facts: StressFacts, rng: np.random.Generator) -> dict[str, Any]:
+    """One value per cell of each heterogeneous parameter: ``low + span * U(0, 1)``."""
+    return {name: low + span * rng.uniform(0.0, 1.0, facts.size) for name, (low, span) in facts.heterogeneous.items()}
+
+
+def _pulses(facts: StressFacts, rng: np.random.Generator, warmup_ms: float, pulses: int) -> list[Segment]:
+    """The warm-up at rest, then each pulse to a random share of the cells (with replacement) and its rest."""
+    zero = np.zeros(facts.size)
+    segments = [Segment(warmup_ms, {facts.drive: zero}, "warm-up")]
+    for k in range(pulses):
+        drive = np.zeros(facts.size)
+        chosen = rng.integers(0, facts.size, size=round(facts.size * facts.fraction))
+        drive[chosen] = rng.normal(facts.amplitude_mean, facts.amplitude_sd, size=chosen.size)
+        segments.append(Segment(facts.pulse_ms, {facts.drive: drive}, f"pulse {k + 1}"))
+        segments.append(Segment(facts.rest_ms, {facts.drive: zero}, f"rest {k + 1}"))
+    return segments
+
+
+def _describe(facts: StressFacts, warmup_ms: float, pulses: int) -> str:
+    varied = "".join(f", {name} = {low:g} + {span:g} U(0,1)" for name, (low, span) in facts.heterogeneous.items())
+    share = "a random third" if abs(facts.fraction - 1 / 3) < 1e-12 else f"a random {facts.fraction:.0%}"
+    return (
+        f"{facts.size:,} cells {'connected' if facts.connected else 'unconnected'}{varied}, "
+        f"{warmup_ms / 1000:g} s warm-up, {pulses} x ({facts.pulse_ms:g} ms pulse to {share} of cells, "
+        f"{facts.drive} ~ N({facts.amplitude_mean:g}, {facts.amplitude_sd:g}); {facts.rest_ms:g} ms rest)"
     )

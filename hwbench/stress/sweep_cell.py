@@ -62,6 +62,7 @@ class CellSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    kernel: str  # the kernel every cell audits
     protocols: tuple[str, ...] = ("stress",)
     quick: bool = False
     share_base_runs: bool = True  # reuse a worker's reference / gold / ensemble traces across cells
@@ -121,6 +122,7 @@ def run_cell(cell: Cell, settings: CellSettings, base_runs: BaseRunCache | None 
     t0 = time.perf_counter()
     worker = f"{socket.gethostname()}:{os.getpid()}"
     audit_settings = AuditSettings(
+        kernel=settings.kernel,
         quick=settings.quick,
         seed=cell.seed,
         protocols=settings.protocols,

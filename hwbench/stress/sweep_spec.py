@@ -100,6 +100,7 @@ class SweepSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    kernel: str | None = Field(None, description="the kernel audited (default: hwbench's default kernel)")
     devices: list[str] = Field(default_factory=lambda: ["cpu:fp32"], min_length=1)
     protocols: list[Literal["validation", "stress"]] = Field(default_factory=lambda: ["stress"], min_length=1)
     quick: bool = False

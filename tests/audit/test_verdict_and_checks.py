@@ -10,7 +10,10 @@ from hwbench.accuracy.verdict import Verdict, combine, floor, judge, regime
 from hwbench.cli.common import parse_sizes
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import load_registry
+from hwbench.plugins.kernels.io_ehh import IoEhhKernel
 from hwbench.stress.stimulus import spike_stress
+
+IO = IoEhhKernel.info
 
 
 def metrics(dev=0.01, vr=0.1, count=0, matched=1.0):
@@ -101,7 +104,7 @@ def test_explanation_names_the_singularity():
 
 
 def test_spike_stress_follows_the_protocol():
-    sc = spike_stress(seed=3)
+    sc = spike_stress(IO, seed=3)
     assert sc.size == 64 and sc.connected and sc.total_ms == 5000 + 10 * 1000
     assert [s.ms for s in sc.segments[:3]] == [5000, 50, 950]
     g = sc.overrides["g_CaL"]
@@ -111,10 +114,10 @@ def test_spike_stress_follows_the_protocol():
     for p in pulses:
         assert 0 < np.count_nonzero(p) <= 21  # a third of 64, drawn with replacement
     assert all(not s.inputs["I_app"].any() for s in sc.segments[2::2])
-    again = spike_stress(seed=3)
+    again = spike_stress(IO, seed=3)
     assert all(np.array_equal(a.inputs["I_app"], b.inputs["I_app"]) for a, b in zip(sc.segments, again.segments))
-    assert not np.array_equal(spike_stress(seed=4).overrides["g_CaL"], g)
-    assert spike_stress(quick=True).reduced
+    assert not np.array_equal(spike_stress(IO, seed=4).overrides["g_CaL"], g)
+    assert spike_stress(IO, quick=True).reduced
 
 
 def test_parse_sizes():
@@ -145,8 +148,8 @@ def test_published_protocols_default_to_the_study_seed() -> None:
     from hwbench.core.bench import STUDY_SEED, BenchPlan
 
     assert STUDY_SEED == 42
-    assert validation().seed == spike_stress().seed == AuditSettings().seed == BenchPlan().seed == STUDY_SEED
-    assert spike_stress(seed=7).seed == 7  # and --seed still chooses another
+    assert validation(IO).seed == spike_stress(IO).seed == AuditSettings(IO.name).seed == BenchPlan(IO.name).seed == STUDY_SEED
+    assert spike_stress(IO, seed=7).seed == 7  # and --seed still chooses another
 
 
 def test_forensics_name_the_grid_index_beside_the_cell_number() -> None:

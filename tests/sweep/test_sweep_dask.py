@@ -25,7 +25,7 @@ from hwbench.stress.sweep_cell import CellSettings
 from hwbench.stress.sweep_ledger import JsonlLedger
 from hwbench.stress.sweep_spec import Cell
 
-QUICK = CellSettings(protocols=("stress",), quick=True)
+QUICK = CellSettings(kernel="io-ehh", protocols=("stress",), quick=True)
 
 
 def hwbench(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:

@@ -171,7 +171,7 @@ def test_cells_of_one_seed_share_their_base_runs_and_judge_alike():
     from hwbench.stress.sweep_cell import BaseRunCache, CellSettings, run_cell
 
     cache = BaseRunCache()
-    settings = CellSettings(protocols=("stress",), quick=True)
+    settings = CellSettings(kernel="io-ehh", protocols=("stress",), quick=True)
     first = run_cell(Cell(device="cpu", mode="fp32", ops=(OpClass.EXP,), bits=20), settings, base_runs=cache)
     second = run_cell(Cell(device="cpu", mode="fp32", ops=(OpClass.EXP,), bits=8), settings, base_runs=cache)
     assert "base_runs_reused_from_earlier_audit" not in first.report["settings"]

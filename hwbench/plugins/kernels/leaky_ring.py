@@ -14,6 +14,7 @@ import numpy as np
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, ParamRange, SpikeRule, Workload
 from hwbench.core.ops import OpClass, Ops
+from hwbench.core.protocol_facts import AuditFacts, StressFacts, ValidationFacts
 
 
 class LeakyRingKernel(Kernel):
@@ -27,6 +28,25 @@ class LeakyRingKernel(Kernel):
         dt_ms=0.1,
         sample_every=10,
         dt_param="dt",
+        default_size=64,
+        # Small versions of the simulation audit's protocols, so tests run them on a second kernel.
+        audit=AuditFacts(
+            validation=ValidationFacts(size=64, quick_size=16, ms=200.0, quick_ms=50.0, drive="I_app"),
+            stress=StressFacts(
+                size=16,
+                drive="I_app",
+                amplitude_mean=0.5,
+                amplitude_sd=0.1,
+                fraction=0.5,
+                warmup_ms=50.0,
+                pulses=3,
+                pulse_ms=5.0,
+                rest_ms=20.0,
+                quick_warmup_ms=10.0,
+                quick_pulses=2,
+                heterogeneous={"tau": (4.0, 2.0)},
+            ),
+        ),
     )
     spike_rule = SpikeRule(row=0, threshold=0.5)
     parameter_ranges: ClassVar[dict[str, ParamRange]] = {

@@ -59,6 +59,7 @@ from hwbench.core.engines.replay import replay
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, ParamRange, Workload
 from hwbench.core.ops import OpClass, Ops
+from hwbench.core.protocol_facts import AuditFacts
 from hwbench.plugins.kernels.snn import neurons
 from hwbench.plugins.kernels.snn.neurons import NeuronParams
 
@@ -380,6 +381,18 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+# Why the simulation audit's protocols do not apply to this family (shown by `hwbench audit`).
+AUDIT = AuditFacts(
+    refused={
+        "validation": "its probe is the output layer's 0/1 spikes, and the audit's verdict judges a continuous "
+        "probe against the floor of fp32 variants (max |dV| outside spikes); audit this family's precision "
+        "with `hwbench train --audit` (training against fp64)",
+        "stress": "its input is the seeded Poisson spike train stored in the workload: it has no per-cell input "
+        "current for a stimulus to pulse",
+    }
+)
+
+
 def _info(name: str, summary: str, state_names: list[str]) -> KernelInfo:
     return KernelInfo(
         name=name,
@@ -392,6 +405,8 @@ def _info(name: str, summary: str, state_names: list[str]) -> KernelInfo:
         sample_every=1,
         sources=SOURCES,
         ensemble_rows=[i for i, state in enumerate(state_names) if state.startswith("u_")],  # membranes
+        default_size=DEFAULT_SIZE,
+        audit=AUDIT,
     )
 
 

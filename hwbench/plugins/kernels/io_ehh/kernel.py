@@ -15,6 +15,7 @@ from hwbench.core.activity import Activity
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, ParamRange, SpikeRule, Workload
 from hwbench.core.ops import OpClass, Ops
+from hwbench.core.protocol_facts import AuditFacts, StressFacts, ValidationFacts
 from hwbench.plugins.kernels.io_ehh import model, network
 
 # Network-shape options accepted by make_workload next to the cell parameters.
@@ -77,6 +78,33 @@ PARAMETER_RANGES: dict[str, ParamRange] = {
     "rmax": ParamRange(1.0, 50.0, low_open=True, unit="grid steps", per_cell=False),
 }
 
+STUDY = "Landsmeer et al., Neurocomputing 2024 (specs/io-ehh.md)"
+
+# The study's two accuracy protocols. Validation: a connected 729-cell (9^3) network for 10 s,
+# I_app = 0, somatic voltage every 1 ms. Stress: 64 cells (4^3), g_CaL per cell 0.5 + 0.9 U(0, 1),
+# 5 s warm-up, then 10 x (50 ms pulse of I_app ~ N(10, 3) uA/cm^2 to a random third of the cells,
+# drawn with replacement; 950 ms rest). The --quick variants are hwbench's (stated in reports).
+AUDIT = AuditFacts(
+    validation=ValidationFacts(
+        size=9**3, quick_size=5**3, ms=10_000.0, quick_ms=2_000.0, drive="I_app", source=f"{STUDY}, validation"
+    ),
+    stress=StressFacts(
+        size=4**3,
+        drive="I_app",
+        amplitude_mean=10.0,
+        amplitude_sd=3.0,
+        fraction=1 / 3,
+        warmup_ms=5_000.0,
+        pulses=10,
+        pulse_ms=50.0,
+        rest_ms=950.0,
+        quick_warmup_ms=1_000.0,
+        quick_pulses=3,
+        heterogeneous={"g_CaL": (0.5, 0.9)},
+        source=f"{STUDY}, spike stress test",
+    ),
+)
+
 
 class IoEhhKernel(Kernel):
     """Inferior-olive cells (soma, axon, dendrite; 14 state variables) with Cx36 gap junctions."""
@@ -101,6 +129,8 @@ class IoEhhKernel(Kernel):
         sample_every=40,
         dt_param="dt",
         ensemble_rows=[model.STATE_NAMES.index(v) for v in ("V_soma", "V_axon", "V_dend")],
+        default_size=9**3,
+        audit=AUDIT,
         sources=[
             "De Gruijl et al., PLoS Comput Biol 8(12) e1002814 (2012) - cell model",
             "Negrello et al., PLoS Comput Biol 15(5) e1006475 (2019) - network",
