@@ -108,6 +108,8 @@ class ProtocolData:
     """In-memory traces kept for the plots (the JSON report keeps summaries)."""
 
     scenario: Scenario
+    probe: str = "probe"  # what the traces hold (the kernel's probe) ...
+    sample_ms: float = 1.0  # ... sampled every this many ms
     traces: dict[str, Trace] = field(default_factory=dict)
     deviations: dict[str, np.ndarray] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)
@@ -299,7 +301,7 @@ class Auditor:
         self, name: str, scenario: Scenario, kernel: Kernel, cpu: Device, resolved: list[Resolved]
     ) -> ProtocolReport:
         """Run one protocol's jobs and judge every candidate against the floor of its ensemble."""
-        data = ProtocolData(scenario)
+        data = ProtocolData(scenario, kernel.info.probe, (kernel.info.dt_ms or 1.0) * kernel.info.sample_every)
         self.data[name] = data
         jobs = self._jobs(scenario, kernel, cpu, resolved)
         traces = self._traces(name, scenario, kernel, jobs)

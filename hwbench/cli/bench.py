@@ -19,6 +19,7 @@ from hwbench.core import interrupts
 from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, STUDY_SEED, BenchPlan, run_bench
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.files import OutputDir
+from hwbench.core.kernel import Kernel
 from hwbench.core.plugins import Registry, get_registry
 from hwbench.core.results import BenchResult, write_json
 from hwbench.core.runner import check_trace_memory, resolve_mode
@@ -106,27 +107,12 @@ def bench(
         from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
 
         return run_dl_cli(registry, DLBenchOptions(kernel, device, engines, repeats, out, as_json, **dl_options))
-    dev = registry.device(device)
-    mode_name = resolve_mode(dev, mode)
-    support = dev.supports(k, None, mode=mode_name)  # a device that runs no size of it: refused now
-    if not support.ok:
-        raise UnavailableError(f"device '{dev.name}' cannot run {k.name}: {support.reason}")
-    for name in engines:
-        registry.engine(name)
+    _check_device(registry, k, device, mode, engines)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
-    if cells_list is not None:
-        size_list = cells_list
-    elif sizes is not None:
-        size_list = sizes
-    else:
-        size_list = [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
-    nsamples = samples_for(k, ms)
+    size_list = cells_list or sizes or [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
     connectivity = (True,) if connected_only else (False,) if unconnected_only else (False, True)
-    for size in size_list:  # a size the kernel cannot build fails now, not after the others ran
-        for connected in connectivity:
-            k.check_size(size, connected=connected)
-        check_trace_memory(size, nsamples, 0)
+    _check_sizes(k, size_list, connectivity, ms)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(out or f"results/bench-{device}-{kernel}-{stamp}")
     plan = BenchPlan(
@@ -142,7 +128,18 @@ def bench(
         energy_model=energy_model,
         seed=seed,
     )
-    with OutputDir(out_dir, BENCH_OUTPUTS, "bench") as folder:  # locked and checked before any run
+    result = _run_and_write(registry, plan, out_dir, as_json)
+    record_result(result)
+    _report(result, kernel, device, ms, repeats, as_json)
+
+
+BENCH_OUTPUTS = ("bench.json", "bench.png")
+
+
+def _run_and_write(registry: Registry, plan: BenchPlan, out_dir: Path, as_json: bool) -> BenchResult:
+    """Run the plan into ``out_dir`` (locked and checked before any run); bench.json and bench.png
+    appear together, and only if something was measured."""
+    with OutputDir(out_dir, BENCH_OUTPUTS, "bench") as folder:
         result = _run_plan(registry, plan, as_json)
         if not result.timings:
             reasons = "; ".join(dict.fromkeys(f"{s['ncells']:,} cells: {s['reason']}" for s in result.skipped))
@@ -150,11 +147,26 @@ def bench(
         write_json(result, folder.path / "bench.json", folder.files)
         bench_plot(result, folder.path / "bench.png", folder.files)
     stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
-    record_result(result)
-    _report(result, kernel, device, ms, repeats, as_json)
+    return result
 
 
-BENCH_OUTPUTS = ("bench.json", "bench.png")
+def _check_device(registry: Registry, kernel: Kernel, device: str, mode: str | None, engines: tuple[str, ...]) -> None:
+    """Unknown device, mode or engine names, and a device that runs no size of the kernel: refused now."""
+    dev = registry.device(device)
+    support = dev.supports(kernel, None, mode=resolve_mode(dev, mode))
+    if not support.ok:
+        raise UnavailableError(f"device '{dev.name}' cannot run {kernel.name}: {support.reason}")
+    for name in engines:
+        registry.engine(name)
+
+
+def _check_sizes(kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float) -> None:
+    """A size the kernel cannot build, or whose traces would not fit, fails now, not after the others ran."""
+    nsamples = samples_for(kernel, ms)
+    for size in sizes:
+        for connected in connectivity:
+            kernel.check_size(size, connected=connected)
+        check_trace_memory(size, nsamples, 0)
 
 
 def _run_plan(registry: Registry, plan: BenchPlan, as_json: bool) -> BenchResult:

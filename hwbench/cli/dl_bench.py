@@ -12,7 +12,7 @@ from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import Registry
-from hwbench.core.results import BenchResult, write_json
+from hwbench.core.results import BenchResult, Timing, write_json
 
 
 @dataclass
@@ -70,6 +70,25 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
     _write(result, opts)
 
 
+def _row(t: Timing) -> tuple[str, ...]:
+    """One timed DL configuration as a table row (columns as in ``_write``'s table)."""
+    d = t.dl
+    assert d is not None, "a DL bench timing always carries its DL record"
+    scaled = f" (b from {d.batch_scaled_from})" if d.batch_scaled_from else ""
+    return (
+        t.engine,
+        d.config,
+        d.precision + (" (emul.)" if d.precision_execution == "emulated" else ""),
+        "x".join(str(v) for v in d.shape.values()) + scaled,
+        f"{t.setup_s:.2f}",
+        f"{t.run_s * 1e3:.2f}",
+        f"{d.flops / 1e9:.3g}",
+        f"{d.tflops * 1e3:.1f}",
+        f"{d.tflops_paper * 1e3:.1f}",
+        "-" if d.fraction_of_peak is None else f"{d.fraction_of_peak:.1%}",
+    )
+
+
 def _write(result: BenchResult, opts: DLBenchOptions) -> None:
     from hwbench.cli.dl_plots import dl_bench_plot
 
@@ -89,25 +108,7 @@ def _write(result: BenchResult, opts: DLBenchOptions) -> None:
     if opts.as_json:
         print_json(result.model_dump(mode="json", by_alias=True))
         return
-    rows = []
-    for t in result.timings:
-        d = t.dl
-        assert d is not None
-        rows.append(
-            (
-                t.engine,
-                d.config,
-                d.precision + (" (emul.)" if d.precision_execution == "emulated" else ""),
-                "x".join(str(v) for v in d.shape.values())
-                + (f" (b from {d.batch_scaled_from})" if d.batch_scaled_from else ""),
-                f"{t.setup_s:.2f}",
-                f"{t.run_s * 1e3:.2f}",
-                f"{d.flops / 1e9:.3g}",
-                f"{d.tflops * 1e3:.1f}",
-                f"{d.tflops_paper * 1e3:.1f}",
-                "-" if d.fraction_of_peak is None else f"{d.fraction_of_peak:.1%}",
-            )
-        )
+    rows = [_row(t) for t in result.timings]
     dims = "x".join(result.timings[0].dl.shape) if result.timings and result.timings[0].dl else ""
     print_table(
         f"{opts.kernel} on {opts.device}: min of {opts.repeats} runs (transfers included); shape {dims}",

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hwbench.core.files import OutputFiles, write_atomic
 from hwbench.core.results import BenchResult
+
+if TYPE_CHECKING:
+    from hwbench.accuracy.audit import ProtocolData
 
 MOUSE_IO_CELLS = 1e4  # order of magnitude of the mouse inferior olive (study's figure marks)
 HUMAN_IO_CELLS = (1e6, 1e7)
@@ -72,78 +76,74 @@ def _audit_colors(labels: list[str]) -> dict[str, object]:
     return {lab: palette[order[i % 20]] for i, lab in enumerate(labels)}
 
 
-def audit_plots(data: dict, out_dir: Path, files: OutputFiles | None = None) -> list[Path]:
+def audit_plots(data: dict[str, ProtocolData], out_dir: Path, files: OutputFiles | None = None) -> list[Path]:
     """Box plots of deviation (first / last second), trace overlays with deviation over time, and
     the stress-test traces. ``data`` is ``Auditor.data`` (in-memory traces)."""
+    plt = _pyplot()
+    written: list[Path] = []
+    for name, pdata in data.items():
+        if "reference" not in pdata.traces:
+            continue
+        others = [lab for lab in pdata.traces if lab != "reference"]
+        for suffix, draw in (("box", _deviation_boxes), ("traces", _traces_and_deviation)):
+            fig = draw(plt, name, pdata, others)
+            written.append(save_atomic(fig, out_dir / f"{name}_{suffix}.png", files))
+            plt.close(fig)
+    return written
+
+
+def _deviation_boxes(plt: Any, name: str, pdata: ProtocolData, others: list[str]) -> Any:
+    """Box plots of |probe - reference| in the first and the last second, every run side by side (study Fig. 4)."""
     import numpy as np
 
     from hwbench.accuracy.metrics import abs_deviation
 
-    plt = _pyplot()
-    written: list[Path] = []
-    for name, pdata in data.items():
-        ref = pdata.traces.get("reference")
-        if ref is None:
-            continue
-        others = [lab for lab in pdata.traces if lab != "reference"]
-        colors = _audit_colors(others)
-        # 1. box plots of |dV| in the first and the last second, every run side by side (study Fig. 4)
-        per_s = 1000
-        fig, axes = plt.subplots(1, 2, figsize=(max(6, 1.4 * len(others) + 3), 4.5), sharey=True)
-        for ax, (title, sl) in zip(
-            axes, (("first 1 s", slice(0, per_s)), ("last 1 s", slice(-per_s, None))), strict=True
-        ):
-            series = []
-            for lab in others:
-                dev = abs_deviation(pdata.traces[lab].probes, ref.probes)[sl].ravel()
-                dev = np.where(np.isfinite(dev), dev, np.nan)
-                series.append(
-                    np.clip(dev[np.isfinite(dev)], 1e-9, None) if np.isfinite(dev).any() else np.array([np.nan])
-                )
-            ax.boxplot(series, showfliers=True, flierprops={"markersize": 2})
-            ax.set_xticks(range(1, len(others) + 1), others, rotation=35, ha="right", fontsize=7)
-            ax.set_yscale("log")
-            ax.set_title(f"{name}: |V - V_ref| {title}")
-            ax.grid(True, axis="y", alpha=0.3)
-        axes[0].set_ylabel("absolute deviation from CPU fp32 (mV)")
-        written.append(save_atomic(fig, out_dir / f"{name}_box.png", files))
-        plt.close(fig)
-        # 2. a few cells overlaid, and the deviation over time on a log axis
-        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
-        t = (np.arange(len(ref.probes)) + 1) * 1e-3  # seconds (samples every 1 ms)
-        cells = [0, ref.probes.shape[1] // 2]
+    ref = pdata.traces["reference"]
+    per_s = max(1, round(1000 / pdata.sample_ms))
+    fig, axes = plt.subplots(1, 2, figsize=(max(6, 1.4 * len(others) + 3), 4.5), sharey=True)
+    for ax, (title, sl) in zip(axes, (("first 1 s", slice(0, per_s)), ("last 1 s", slice(-per_s, None))), strict=True):
+        series = []
+        for lab in others:
+            dev = abs_deviation(pdata.traces[lab].probes, ref.probes)[sl].ravel()
+            dev = dev[np.isfinite(dev)]
+            series.append(np.clip(dev, 1e-9, None) if dev.size else np.array([np.nan]))
+        ax.boxplot(series, showfliers=True, flierprops={"markersize": 2})
+        ax.set_xticks(range(1, len(others) + 1), others, rotation=35, ha="right", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_title(f"{name}: |{pdata.probe} - reference| {title}")
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].set_ylabel("absolute deviation from CPU fp32")
+    return fig
+
+
+def _traces_and_deviation(plt: Any, name: str, pdata: ProtocolData, others: list[str]) -> Any:
+    """Two cells' probes overlaid (reference and candidates), and the deviation over time on a log axis."""
+    import numpy as np
+
+    ref = pdata.traces["reference"]
+    colors = _audit_colors(others)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    t = (np.arange(len(ref.probes)) + 1) * pdata.sample_ms * 1e-3  # seconds
+    cells = [0, ref.probes.shape[1] // 2]
+    for c in cells:
+        ax1.plot(t, ref.probes[:, c], color="k", lw=0.8, label=f"reference cell {c}" if c == cells[0] else None)
+    for lab in (lab for lab in others if pdata.roles[lab] in ("candidate", "dt-refine")):
+        probes = pdata.traces[lab].probes
         for c in cells:
-            ax1.plot(t, ref.probes[:, c], color="k", lw=0.8, label=f"reference cell {c}" if c == cells[0] else None)
-        for lab in others:
-            if pdata.roles[lab] in ("candidate", "dt-refine"):
-                probes = pdata.traces[lab].probes
-                for c in cells:
-                    ax1.plot(
-                        t[: len(probes)],
-                        np.clip(probes[:, c], -150, 150),
-                        color=colors[lab],
-                        lw=0.6,
-                        alpha=0.8,
-                        label=lab if c == cells[0] else None,
-                    )
-        ax1.set_ylabel("V_soma (mV)")
-        ax1.legend(fontsize=7, loc="upper right")
-        for lab in others:
-            dev = pdata.deviations.get(lab)
-            if dev is not None:
-                ax2.semilogy(
-                    t[: len(dev)],
-                    np.clip(np.where(np.isfinite(dev), dev, DIVERGED_MV), 1e-9, DIVERGED_MV),
-                    color=colors[lab],
-                    lw=0.8,
-                    label=f"{lab} ({pdata.roles[lab]})",
-                )
-        ax2.axhline(DIVERGED_MV, color="k", lw=0.5, ls=":")
-        ax2.text(0, DIVERGED_MV, f" >= {DIVERGED_MV:g} mV or non-finite: diverged", va="bottom", fontsize=7)
-        ax2.set_ylabel("max over cells |dV| outside spikes (mV)")
-        ax2.set_xlabel("biological time (s)")
-        ax2.legend(fontsize=7, loc="lower right")
-        ax2.grid(True, which="both", alpha=0.3)
-        written.append(save_atomic(fig, out_dir / f"{name}_traces.png", files))
-        plt.close(fig)
-    return written
+            label = lab if c == cells[0] else None
+            shown = np.clip(probes[:, c], -150, 150)  # a diverged run stays on the reference's scale
+            ax1.plot(t[: len(probes)], shown, color=colors[lab], lw=0.6, alpha=0.8, label=label)
+    ax1.set_ylabel(pdata.probe)
+    ax1.legend(fontsize=7, loc="upper right")
+    for lab in others:
+        dev = pdata.deviations.get(lab)
+        if dev is not None:
+            shown = np.clip(np.where(np.isfinite(dev), dev, DIVERGED_MV), 1e-9, DIVERGED_MV)
+            ax2.semilogy(t[: len(dev)], shown, color=colors[lab], lw=0.8, label=f"{lab} ({pdata.roles[lab]})")
+    ax2.axhline(DIVERGED_MV, color="k", lw=0.5, ls=":")
+    ax2.text(0, DIVERGED_MV, f" >= {DIVERGED_MV:g} or non-finite: diverged", va="bottom", fontsize=7)
+    ax2.set_ylabel("max over cells |deviation| outside spikes")
+    ax2.set_xlabel("biological time (s)")
+    ax2.legend(fontsize=7, loc="lower right")
+    ax2.grid(True, which="both", alpha=0.3)
+    return fig

@@ -113,12 +113,7 @@ def run(
     as_json: bool,
 ) -> None:
     """Run a kernel on a device once and report traces and timings."""
-    ctx = click.get_current_context()
-    validate.refuse_together(
-        ctx, "workload_file", ["cells", "unconnected", "seed", "sets"], "the workload file fixes size, network and seed"
-    )
-    if out and save_workload and Path(out).resolve() == Path(save_workload).resolve():
-        raise UsageError("--out and --save-workload name the same file; give two different paths")
+    _check_options(out, save_workload)
     registry = get_registry()
     k = registry.kernel(kernel)
     if engine:
@@ -143,24 +138,40 @@ def run(
     )
     stderr.print(f"building {k.name} on {prep.device.name} ({prep.execution}, mode {prep.mode}) ...", highlight=False)
     executor, setup_s = build(prep, engine=engine)
-    inputs = k.default_inputs(prep.workload)
     meter = None if no_energy else EnergyMeter()
-    runs = measure_runs(executor, prep.workload.state0, inputs, nsamples, repeats, meter=meter)
+    runs = measure_runs(executor, prep.workload.state0, k.default_inputs(prep.workload), nsamples, repeats, meter=meter)
     timing = timing_record(prep, executor, setup_s, runs.samples, nsamples)
     timing = complete_timing(registry, prep, timing, runs, model=energy_model)
     result = run_result(prep, timing, runs.output, probe_cells)
-    with OutputFiles() as files:  # only once the run has succeeded, and both files or neither
+    _write_outputs(prep, result, out, save_workload)
+    record_result(result)
+    if as_json:
+        print_json(result.model_dump(mode="json", by_alias=True, exclude={"traces", "spikes"}))
+        return
+    print_run(f"{k.name} on {prep.device.name} [{prep.execution}]", timing)
+
+
+def _check_options(out: str | None, save_workload: str | None) -> None:
+    """Options that exclude each other, refused before any work."""
+    validate.refuse_together(
+        click.get_current_context(),
+        "workload_file",
+        ["cells", "unconnected", "seed", "sets"],
+        "the workload file fixes size, network and seed",
+    )
+    if out and save_workload and Path(out).resolve() == Path(save_workload).resolve():
+        raise UsageError("--out and --save-workload name the same file; give two different paths")
+
+
+def _write_outputs(prep: Prepared, result: RunResult, out: str | None, save_workload: str | None) -> None:
+    """The result and the workload files, only once the run has succeeded, and both or neither."""
+    with OutputFiles() as files:
         if save_workload:
             prep.workload.save(save_workload, files)
         if out:
             write_json(result, Path(out), files)
     if out:
         stderr.print(f"wrote {out}", highlight=False)
-    record_result(result)
-    if as_json:
-        print_json(result.model_dump(mode="json", by_alias=True, exclude={"traces", "spikes"}))
-        return
-    print_run(f"{k.name} on {prep.device.name} [{prep.execution}]", timing)
 
 
 def run_result(prep: Prepared, timing: Timing, out: RunOutput, probe_cells: int | None) -> RunResult:

@@ -265,6 +265,12 @@ def load_registry(
     registry = Registry(host.pm, host.statuses)
     registry.warnings = _unknown_names(host.statuses, allow, deny, entry_point_plugins)
     registry.registered = host.registered
+    _fill(registry, host)
+    return registry
+
+
+def _fill(registry: Registry, host: _Host) -> None:
+    """Each registered plugin's records into the registry: all of them, or none if one name is taken."""
     owner: dict[tuple[str, str], str] = {}
     for plugin_name, status in host.registered.items():
         records = _collect(host, plugin_name, status)
@@ -279,7 +285,6 @@ def load_registry(
             getattr(registry, attr)[record.name] = record
             owner[(attr, record.name)] = status.name
             status.provides.setdefault(attr, []).append(record.name)
-    return registry
 
 
 def _unknown_names(

@@ -8,13 +8,13 @@ last good checkpoint (forensics).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from hwbench.core.engine import Executor
+from hwbench.core.engine import Executor, RunOutput
 from hwbench.core.kernel import Kernel, Workload
 
 
@@ -102,49 +102,61 @@ def run_scenario(
     import time
 
     sample_ms = (kernel.info.dt_ms or 1.0) * kernel.info.sample_every
+    record = _Recording()
     state = workload.state0
-    probes: list[np.ndarray] = []
-    spikes: list[np.ndarray] = []
-    counters: dict[str, int] = {}
-    violation: dict[str, Any] | None = None
-    checkpoints: list[Checkpoint] = []
-    sample = 0
     t0 = time.perf_counter()
-    for seg_index, segment in enumerate(scenario.segments):
-        remaining = round(segment.ms / sample_ms)
-        per_chunk = max(1, round(chunk_ms / sample_ms))
-        while remaining > 0:
-            n = min(per_chunk, remaining)
-            start_state = state
-            out = executor.run(state, segment.inputs, n)
-            state = out.state
-            probes.append(np.asarray(out.probes))
-            if out.spikes is not None:
-                spikes.append(np.asarray(out.spikes))
-            for key, value in out.counters.items():
-                counters[key] = counters.get(key, 0) + int(value)
-            if violation is None and check is not None:
-                found = check(state)
-                if found is not None:
-                    violation = found
-                    checkpoints.append(Checkpoint(sample, seg_index, start_state))
-            sample += n
-            remaining -= n
-            if progress:
-                progress(n * sample_ms)
-            if violation is not None and stop_on_violation:
-                break
-        if violation is not None and stop_on_violation:
+    for seg_index, segment, n in _chunks(scenario.segments, sample_ms, chunk_ms):
+        out = executor.run(state, segment.inputs, n)
+        record.add(out)
+        found = check(out.state) if check is not None and record.violation is None else None
+        if found is not None:
+            record.violation = found
+            record.checkpoints.append(Checkpoint(record.sample, seg_index, state))
+        state = out.state
+        record.sample += n
+        if progress:
+            progress(n * sample_ms)
+        if record.violation is not None and stop_on_violation:
             break
     return Trace(
         label=label,
-        probes=np.concatenate(probes) if probes else np.zeros((0, workload.size)),
-        spikes=np.concatenate(spikes) if spikes else None,
-        counters=counters,
+        probes=np.concatenate(record.probes) if record.probes else np.zeros((0, workload.size)),
+        spikes=np.concatenate(record.spikes) if record.spikes else None,
+        counters=record.counters,
         final_state=state,
-        violation=violation,
-        checkpoints=checkpoints,
+        violation=record.violation,
+        checkpoints=record.checkpoints,
         run_s=time.perf_counter() - t0,
         setup_s=executor.setup_s,
         detail=executor.detail,
     )
+
+
+def _chunks(segments: list[Segment], sample_ms: float, chunk_ms: float) -> Iterator[tuple[int, Segment, int]]:
+    """(segment index, segment, samples) of every chunk: each segment cut into at most ``chunk_ms``."""
+    per_chunk = max(1, round(chunk_ms / sample_ms))
+    for index, segment in enumerate(segments):
+        remaining = round(segment.ms / sample_ms)
+        while remaining > 0:
+            n = min(per_chunk, remaining)
+            yield index, segment, n
+            remaining -= n
+
+
+@dataclass
+class _Recording:
+    """What a scenario's chunks have produced so far."""
+
+    probes: list[np.ndarray] = field(default_factory=list)
+    spikes: list[np.ndarray] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+    violation: dict[str, Any] | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    sample: int = 0  # index of the next sample
+
+    def add(self, out: RunOutput) -> None:
+        self.probes.append(np.asarray(out.probes))
+        if out.spikes is not None:
+            self.spikes.append(np.asarray(out.spikes))
+        for key, value in out.counters.items():
+            self.counters[key] = self.counters.get(key, 0) + int(value)

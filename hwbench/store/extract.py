@@ -48,8 +48,8 @@ def indexed_columns(kind: str, document: dict[str, Any]) -> dict[str, Any]:
     runs = [t.get("run_s") for t in timings if isinstance(t.get("run_s"), (int, float))]
     sizes = [t.get("ncells") for t in timings if isinstance(t.get("ncells"), int)]
     return {
-        "kernel": _joined([t.get("kernel") for t in timings] + [protocol.get("kernel"), settings.get("kernel")])
-        or ("io-ehh" if kind == "audit" else None),
+        # audits name their kernel in settings.kernel (reports written before it existed have none)
+        "kernel": _joined([t.get("kernel") for t in timings] + [protocol.get("kernel"), settings.get("kernel")]),
         "device": _joined([t.get("device") for t in timings] + [c.get("device") for c in candidates])
         or protocol.get("device"),
         "mode": _joined([t.get("mode") for t in timings] + [c.get("mode") for c in candidates]),

@@ -134,25 +134,60 @@ def unroll_block(step_model: Any, kg: KernelGraph) -> Any:
     share the step's initializers (parameters, connectivity); only tensors computed per step are
     renamed, and nodes whose results nobody uses (the probes of earlier steps) are dropped.
     """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     g = step_model.graph
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in g.node for a in n.attribute):
-        raise UnavailableError("the kernel's step exported with control flow; the ONNX engine needs a loop-free step")
-    ndata = len(kg.state_shapes) + len(kg.input_keys)
-    step_inputs = [x.name for x in g.input]
-    if len(step_inputs) != ndata + 3 + int(kg.has_spikes) + int(kg.stepped):
-        raise UnavailableError(f"tf2onnx exported the step with inputs {step_inputs}; expected one per signature entry")
-    data_in, (t0_in, g0_in, i_in), carry_in = (
-        step_inputs[:ndata],
-        step_inputs[ndata : ndata + 3],
-        step_inputs[ndata + 3 :],
-    )
+    data_in, (t0_in, g0_in, i_in), carry_in = _step_ports(g, kg)
     nstate = len(kg.state_shapes)
     shared = {x.name for x in g.initializer}
     initializers = list(g.initializer)
+    first, counts = _carry_initializers(kg, initializers)
+    state = [f"state_{j}" for j in range(nstate)]
+    data_names = state + [f"in_{k}" for k in kg.input_keys]
     nodes: list[Any] = []
+    probe = ""
+    for c in range(kg.sample_every):
+        step_const = f"hwb_i_{c}"
+        initializers.append(numpy_helper.from_array(np.array(c, np.int32), step_const))
+        ren = dict(zip(data_in, state + data_names[nstate:]))
+        ren.update({t0_in: "t0", g0_in: "g0", i_in: step_const})
+        ren.update(dict(zip(carry_in, [x for x in (first, counts) if x is not None])))
+        nodes += _copy_step(g, f"s{c}/", ren, shared)
+        state = [ren[f"new_state_{j}"] for j in range(nstate)]
+        probe = ren["probe"]
+        first = ren["first_out"] if first is not None else None
+        counts = ren["counts_out"] if counts is not None else None
+    outputs, out_info = _block_outputs(g, kg, state, probe, first, counts)
+    nodes = _live(nodes + outputs, {o.name for o in out_info})
+    used = {name for n in nodes for name in n.input}
+    graph = helper.make_graph(
+        nodes,
+        "hwbench_block",
+        [_renamed_value(x, name) for x, name in zip(g.input[: len(data_in) + 2], [*data_names, "t0", "g0"])],
+        out_info,
+        [t for t in initializers if t.name in used],
+    )
+    return helper.make_model(graph, opset_imports=step_model.opset_import, ir_version=step_model.ir_version)
+
+
+def _step_ports(g: Any, kg: KernelGraph) -> tuple[list[str], list[str], list[str]]:
+    """The step graph's inputs as (state and input tensors, [t0, g0, step index], carried spikes/counts).
+
+    Refuses a step that exported with control flow or with inputs other than its signature's."""
+    import onnx
+
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in g.node for a in n.attribute):
+        raise UnavailableError("the kernel's step exported with control flow; the ONNX engine needs a loop-free step")
+    ndata = len(kg.state_shapes) + len(kg.input_keys)
+    names = [x.name for x in g.input]
+    if len(names) != ndata + 3 + int(kg.has_spikes) + int(kg.stepped):
+        raise UnavailableError(f"tf2onnx exported the step with inputs {names}; expected one per signature entry")
+    return names[:ndata], names[ndata : ndata + 3], names[ndata + 3 :]
+
+
+def _carry_initializers(kg: KernelGraph, initializers: list[Any]) -> tuple[str | None, str | None]:
+    """The initial first-spike offsets and event counts the steps carry (None: not tracked)."""
+    from onnx import numpy_helper
 
     first = counts = None
     if kg.has_spikes:
@@ -161,32 +196,35 @@ def unroll_block(step_model: Any, kg: KernelGraph) -> Any:
     if kg.stepped:
         counts = "hwb_counts_init"
         initializers.append(numpy_helper.from_array(np.zeros(len(kg.counter_names), np.int32), counts))
-    state = [f"state_{j}" for j in range(nstate)]
-    data_names = state + [f"in_{k}" for k in kg.input_keys]
-    probe = ""
-    for c in range(kg.sample_every):
-        step_const = f"hwb_i_{c}"
-        initializers.append(numpy_helper.from_array(np.array(c, np.int32), step_const))
-        ren = dict(zip(data_in, state + data_names[nstate:]))
-        ren.update({t0_in: "t0", g0_in: "g0", i_in: step_const})
-        carry = [x for x in (first, counts) if x is not None]
-        ren.update(dict(zip(carry_in, carry)))
-        for node in g.node:
-            new = onnx.NodeProto()
-            new.CopyFrom(node)
-            new.name = f"s{c}/{node.name}"
-            for k, name in enumerate(new.input):
-                if name and name not in shared:
-                    new.input[k] = ren.get(name, f"s{c}/{name}")
-            for k, name in enumerate(new.output):
-                if name:
-                    ren[name] = new.output[k] = f"s{c}/{name}"
-            nodes.append(new)
-        state = [ren[f"new_state_{j}"] for j in range(nstate)]
-        probe = ren["probe"]
-        first = ren["first_out"] if first is not None else None
-        counts = ren["counts_out"] if counts is not None else None
+    return first, counts
 
+
+def _copy_step(g: Any, prefix: str, ren: dict[str, str], shared: set[str]) -> list[Any]:
+    """One copy of the step's nodes: computed tensors get ``prefix``, inputs follow ``ren`` (updated)."""
+    import onnx
+
+    nodes = []
+    for node in g.node:
+        new = onnx.NodeProto()
+        new.CopyFrom(node)
+        new.name = prefix + node.name
+        for k, name in enumerate(new.input):
+            if name and name not in shared:
+                new.input[k] = ren.get(name, prefix + name)
+        for k, name in enumerate(new.output):
+            if name:
+                ren[name] = new.output[k] = prefix + name
+        nodes.append(new)
+    return nodes
+
+
+def _block_outputs(
+    g: Any, kg: KernelGraph, state: list[str], probe: str, first: str | None, counts: str | None
+) -> tuple[list[Any], list[Any]]:
+    """The block's output nodes and their value infos: new state, last probe, spikes, counters."""
+    from onnx import TensorProto, helper
+
+    nstate = len(state)
     outputs = [helper.make_node("Identity", [s], [f"new_state_{j}"]) for j, s in enumerate(state)]
     outputs.append(helper.make_node("Identity", [probe], ["probe"]))
     step_out = {x.name: x for x in g.output}
@@ -199,16 +237,7 @@ def unroll_block(step_model: Any, kg: KernelGraph) -> Any:
     if counts is not None:
         outputs.append(helper.make_node("Identity", [counts], ["counters"]))
         out_info.append(helper.make_tensor_value_info("counters", TensorProto.INT32, [len(kg.counter_names)]))
-    nodes = _live(nodes + outputs, {o.name for o in out_info})
-    used = {name for n in nodes for name in n.input}
-    graph = helper.make_graph(
-        nodes,
-        "hwbench_block",
-        [_renamed_value(x, name) for x, name in zip(g.input[: ndata + 2], [*data_names, "t0", "g0"])],
-        out_info,
-        [t for t in initializers if t.name in used],
-    )
-    return helper.make_model(graph, opset_imports=step_model.opset_import, ir_version=step_model.ir_version)
+    return outputs, out_info
 
 
 def fast_gathers(model: Any) -> Any:

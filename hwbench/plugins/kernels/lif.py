@@ -148,27 +148,9 @@ class _LifBase(Kernel):
         variants are always dense). Overrides: see ``_defaults`` (``reset`` is ``"subtract"`` or
         ``"zero"``).
         """
-        cfg = self._defaults()
-        unknown = sorted(set(overrides) - set(cfg))
-        if unknown:
-            raise UsageError(
-                f"kernel '{self.name}' has no parameter {', '.join(unknown)}; settable: {', '.join(sorted(cfg))}"
-            )
-        cfg.update(overrides)
+        cfg = self._checked_config(overrides)
         n = _positive_int("size", size)
         n_in, n_out, n_steps = (_positive_int(k, cfg[k]) for k in ("n_in", "n_out", "n_steps"))
-        if cfg["reset"] not in ("subtract", "zero"):
-            raise UsageError(f"reset must be 'subtract' or 'zero', got {cfg['reset']!r}")
-        for key in ("beta", "alpha"):
-            if key in cfg and not 0.0 <= float(cfg[key]) <= 1.0:
-                raise UsageError(f"{key} must lie in [0, 1], got {cfg[key]}")
-        if not float(cfg["thr"]) > 0.0:
-            raise UsageError(f"thr must be positive, got {cfg['thr']}")
-        if not 0.0 <= float(cfg["input_rate"]) <= 0.5:
-            raise UsageError(
-                f"input_rate must lie in [0, 0.5] (rates are drawn from U(0, 2 input_rate)), got {cfg['input_rate']}"
-            )
-
         rng = np.random.default_rng(seed)
         rates = rng.uniform(0.0, 2.0 * float(cfg["input_rate"]), n_in)
         x = (rng.random((n_steps, n_in)) < rates).astype(np.uint8)
@@ -205,6 +187,28 @@ class _LifBase(Kernel):
         per_layer = 3 if self.has_current else 2
         state0 = tuple(np.zeros(m) for m in (n, n_out) for _ in range(per_layer))
         return Workload(self.name, n, meta, params, arrays, state0)
+
+    def _checked_config(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The defaults updated by ``overrides``; an unknown name or a value out of range is a UsageError."""
+        cfg = self._defaults()
+        unknown = sorted(set(overrides) - set(cfg))
+        if unknown:
+            raise UsageError(
+                f"kernel '{self.name}' has no parameter {', '.join(unknown)}; settable: {', '.join(sorted(cfg))}"
+            )
+        cfg.update(overrides)
+        if cfg["reset"] not in ("subtract", "zero"):
+            raise UsageError(f"reset must be 'subtract' or 'zero', got {cfg['reset']!r}")
+        for key in ("beta", "alpha"):
+            if key in cfg and not 0.0 <= float(cfg[key]) <= 1.0:
+                raise UsageError(f"{key} must lie in [0, 1], got {cfg[key]}")
+        if not float(cfg["thr"]) > 0.0:
+            raise UsageError(f"thr must be positive, got {cfg['thr']}")
+        if not 0.0 <= float(cfg["input_rate"]) <= 0.5:
+            raise UsageError(
+                f"input_rate must lie in [0, 0.5] (rates are drawn from U(0, 2 input_rate)), got {cfg['input_rate']}"
+            )
+        return cfg
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
         """The Poisson spike raster ``x`` (``n_steps x n_in``, 0.0 / 1.0)."""
