@@ -48,6 +48,7 @@ from hwbench.core.kernel import Kernel, KernelInfo, SpikeRule, Workload
 from hwbench.core.metric import Metric, MetricInfo, evaluate
 from hwbench.core.ops import OPS_FUNCTIONS, OpClass, Ops
 from hwbench.core.plugins import get_registry
+from hwbench.core.protocol_facts import AuditFacts, StressFacts, ValidationFacts
 from hwbench.core.scenario import Trace
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "EXIT_USAGE",
     "OPS_FUNCTIONS",
     "Activity",
+    "AuditFacts",
     "CheckFailed",
     "Confidence",
     "Device",
@@ -91,11 +93,13 @@ __all__ = [
     "RunRequest",
     "SpikeRule",
     "SteppedOps",
+    "StressFacts",
     "Structure",
     "Support",
     "Trace",
     "UnavailableError",
     "UsageError",
+    "ValidationFacts",
     "Workload",
     "connection_activity",
     "custom_float",

@@ -26,7 +26,7 @@ import numpy as np
 
 from hwbench.accuracy.checks import state_checker
 from hwbench.accuracy.metrics import abs_deviation, deviation_metrics, spike_metrics, spike_steps, spike_window_mask
-from hwbench.accuracy.report import AuditReport, CandidateVerdict, ProtocolReport, RunSummary
+from hwbench.accuracy.report import AuditReport, CandidateVerdict, ProtocolReport, Role, RunSummary
 from hwbench.accuracy.verdict import combine, floor, judge, regime
 from hwbench.core.bench import STUDY_SEED
 from hwbench.core.device import Device, RunRequest, numerics_with_overrides
@@ -79,7 +79,7 @@ class Job:
     """One run of a protocol: who runs what, in which role."""
 
     label: str
-    role: str
+    role: Role
     device: Device
     mode: str
     workload: Workload
@@ -89,7 +89,7 @@ class Job:
     sample_every: int | None = None
     refine: int = 1
 
-    def executor_key(self) -> tuple:
+    def executor_key(self) -> tuple[Any, ...]:
         """Jobs with equal keys compile to the same program (only the initial state differs)."""
         profile = None if self.profile is None else self.profile.to_json()
         return (
@@ -115,6 +115,7 @@ class ProtocolData:
     roles: dict[str, str] = field(default_factory=dict)
 
 
+BaseRuns = dict[tuple[Any, ...], dict[str, Trace]]  # (protocol, seed, reduced, ms, engine) -> base traces
 Progress = Callable[[str, float, float], None]  # (label, ms done in this step, total ms of label)
 ProtocolFactory = Callable[[AuditSettings, KernelInfo], Scenario]  # a protocol's scenario for a kernel
 Refiner = Callable[[Job, Kernel, int], Job]  # the candidate's job at dt/k
@@ -170,7 +171,7 @@ class Auditor:
         protocols: dict[str, ProtocolFactory],
         refine: Refiner | None = None,
         forensics: Forensics | None = None,
-        base_runs: dict[tuple, dict[str, Trace]] | None = None,
+        base_runs: BaseRuns | None = None,
     ) -> None:
         self.registry = registry
         self.base_runs = base_runs
@@ -500,7 +501,10 @@ class Auditor:
         )
         executor = first.device.executor(request)
         setup = time.perf_counter() - t0
-        execution = first.device.probe().status
+        probe = first.device.probe()
+        if probe.status == "unavailable":  # (candidates were checked; the CPU reference is checked here)
+            raise UnavailableError(f"device '{first.device.name}' is unavailable here: {probe.reason}")
+        execution = probe.status
         out = []
         for job in group:
             trace = run_scenario(

@@ -9,12 +9,16 @@ from pydantic import BaseModel, Field
 from hwbench.accuracy.verdict import Verdict
 from hwbench.core.results import Provenance
 
+Role = Literal["reference", "gold", "ensemble", "candidate", "dt-refine"]
+"""What a run is for in a protocol: the CPU fp32 reference, the fp64 gold, a legitimate fp32 variant
+(ensemble), a candidate, or a candidate at dt/k."""
+
 
 class RunSummary(BaseModel):
     """One simulated run of a protocol, and how it compares with the CPU fp32 reference."""
 
     label: str
-    role: Literal["reference", "gold", "ensemble", "candidate", "dt-refine"]
+    role: Role
     device: str
     mode: str
     execution: Literal["real", "emulated"]

@@ -22,7 +22,8 @@ from hwbench.core.files import OutputDir
 from hwbench.plugins import DEFAULT_KERNEL
 
 if TYPE_CHECKING:
-    from hwbench.accuracy.audit import Candidate
+    from hwbench.accuracy.audit import AuditSettings, Candidate, ProtocolData
+    from hwbench.accuracy.report import AuditReport
     from hwbench.core.plugins import Registry
 
 
@@ -83,8 +84,20 @@ def _fmt(x: float | None, unit: str = "") -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only on stdout.")
 @store_options
 def audit(
-    devices, kernel, dl_config, mode, sets, profile_path, protocols, quick, dt_refine, seed, engine, strict, out,
-    as_json,
+    devices: tuple[str, ...],
+    kernel: str,
+    dl_config: str | None,
+    mode: str | None,
+    sets: tuple[str, ...],
+    profile_path: str | None,
+    protocols: tuple[str, ...],
+    quick: bool,
+    dt_refine: bool,
+    seed: int,
+    engine: str | None,
+    strict: bool,
+    out: str | None,
+    as_json: bool,
 ) -> int:
     """Audit devices against the CPU reference: verdict, table, plots, JSON report.
 
@@ -112,7 +125,7 @@ def audit(
         kernel=kernel, quick=quick, dt_refine=dt_refine, seed=seed, protocols=tuple(protocols), engine=engine
     )
     with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
-        report, data = _run_audit(registry, settings, candidates, kernel, as_json)
+        report, data = _run_audit(registry, settings, candidates, as_json)
         if folder is not None:
             from hwbench.cli.plots import audit_plots
 
@@ -171,7 +184,9 @@ def _profile_device(profile_path: str | None, names: list[str]) -> str | None:
     return profile.device
 
 
-def _run_audit(registry, settings, candidates, kernel: str, as_json: bool):
+def _run_audit(
+    registry: Registry, settings: AuditSettings, candidates: list[Candidate], as_json: bool
+) -> tuple[AuditReport, dict[str, ProtocolData]]:
     """Preflight and run the audit with progress bars; returns the report and the in-memory traces."""
     from hwbench.stress.protocols import standard_auditor
 
@@ -201,7 +216,7 @@ def _run_audit(registry, settings, candidates, kernel: str, as_json: bool):
     return report, auditor.data
 
 
-def _render(report) -> None:
+def _render(report: AuditReport) -> None:
     for p in report.protocols:
         title = f"{p.name}: {p.description}" + (f"  [{p.reduced}]" if p.reduced else "")
         rows = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -92,7 +93,7 @@ def bench(
     no_energy: bool,
     energy_model: bool,
     as_json: bool,
-    **dl_options: object,
+    **dl_options: Any,  # the DL-only options, as click parsed them (DLBenchOptions' fields)
 ) -> None:
     """Time a kernel over sizes, connected and unconnected (setup apart, min of N runs).
 

@@ -47,11 +47,14 @@ def parse_sizes(text: str, *, cube: bool) -> list[int]:
     return [v**3 for v in values] if cube else values
 
 
-def kernel_option(default: str = DEFAULT_KERNEL):
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def kernel_option(default: str = DEFAULT_KERNEL) -> Decorator:
     return click.option("--kernel", "-k", default=default, show_default=True, help="Kernel name (hwbench kernels).")
 
 
-def device_option(default: str = "cpu"):
+def device_option(default: str = "cpu") -> Decorator:
     return click.option("--device", "-d", default=default, show_default=True, help="Device name (hwbench devices).")
 
 

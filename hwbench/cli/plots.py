@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from hwbench.core.files import OutputFiles, write_atomic
-from hwbench.core.results import BenchResult
+from hwbench.core.results import BenchResult, Timing
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from hwbench.accuracy.audit import ProtocolData
 
 MOUSE_IO_CELLS = 1e4  # order of magnitude of the mouse inferior olive (study's figure marks)
 HUMAN_IO_CELLS = (1e6, 1e7)
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,10 +27,10 @@ def _pyplot():
     return plt
 
 
-def save_atomic(fig, path: Path, files: OutputFiles | None = None) -> Path:
+def save_atomic(fig: Figure, path: Path, files: OutputFiles | None = None) -> Path:
     """PNG written atomically; with ``files`` only staged (it appears when that set is committed)."""
 
-    def writer(fh) -> None:
+    def writer(fh: BinaryIO) -> None:
         fig.savefig(fh, format="png", dpi=120, bbox_inches="tight")
 
     if files is not None:
@@ -39,7 +42,7 @@ def bench_plot(result: BenchResult, path: str | Path, files: OutputFiles | None 
     """Run time of 100 ms simulated versus cells, with the real-time line and brain-size marks."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    groups: dict[tuple[str, str, bool], list] = {}
+    groups: dict[tuple[str, str, bool], list[Timing]] = {}
     for t in result.timings:
         groups.setdefault((t.engine, t.dtype, t.connected), []).append(t)
     for (engine, dtype, connected), ts in sorted(groups.items()):
@@ -71,7 +74,8 @@ DIVERGED_MV = 1e3  # deviations above this (and non-finite ones) are drawn at th
 def _audit_colors(labels: list[str]) -> dict[str, object]:
     from matplotlib import colormaps
 
-    palette = colormaps["tab20"].colors
+    cmap = colormaps["tab20"]  # a listed map: cmap(k) is its k-th colour
+    palette = [cmap(k) for k in range(20)]
     order = [*range(0, 20, 2), *range(1, 20, 2)]  # the ten strong colours first, then their light pairs
     return {lab: palette[order[i % 20]] for i, lab in enumerate(labels)}
 

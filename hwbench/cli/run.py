@@ -119,10 +119,8 @@ def run(
     if engine:
         registry.engine(engine)  # unknown names fail before any work
     workload = Workload.load(workload_file) if workload_file else None
-    if workload is None and cells is None:
-        cells = k.info.default_size
+    size = workload.size if workload is not None else cells or k.info.default_size
     nsamples = samples_for(k, ms)
-    size = workload.size if workload is not None else cells
     check_memory(k, size, not unconnected)  # the network first, then its traces: both before building
     check_trace_memory(size, nsamples, min(size, probe_cells or size))
     prep = prepare(
@@ -130,7 +128,7 @@ def run(
         kernel=kernel,
         device=device,
         mode=mode,
-        size=cells,
+        size=size,
         connected=not unconnected,
         seed=seed,
         workload=workload,

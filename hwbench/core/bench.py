@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hwbench.core.energy import EnergyMeter
 from hwbench.core.errors import UnavailableError
@@ -37,7 +38,7 @@ class BenchPlan:
     seed: int = STUDY_SEED
     energy: bool = True
     energy_model: bool = False
-    skipped: list[dict] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def configs(self) -> list[tuple[str | None, bool, int]]:
         return [(e, c, s) for e in self.engines for c in self.connectivity for s in self.sizes]

@@ -100,7 +100,8 @@ class Workload:
         """Write the ``.npz`` atomically (see :mod:`hwbench.core.files`); with ``files``, only stage it."""
         path = Path(path)
         scalars = {k: v for k, v in self.params.items() if np.ndim(v) == 0}
-        payload = {f"param__{k}": np.asarray(v) for k, v in self.params.items() if np.ndim(v) > 0}
+        # Any values: numpy's stubs type savez's **kwds against its allow_pickle keyword
+        payload: dict[str, Any] = {f"param__{k}": np.asarray(v) for k, v in self.params.items() if np.ndim(v) > 0}
         payload.update({f"array__{k}": v for k, v in self.arrays.items()})
         payload.update({f"annotation__{k}": v for k, v in self.annotations.items()})
         states = self.state0 if isinstance(self.state0, (tuple, list)) else [self.state0]

@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pluggy
 
@@ -102,6 +102,9 @@ def _describe(exc: BaseException) -> str:
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
 
 
+_Record = TypeVar("_Record")
+
+
 class Registry:
     """Everything the plugins registered, plus the status of every plugin."""
 
@@ -115,7 +118,7 @@ class Registry:
         self.registered: dict[str, PluginStatus] = {}
         self.warnings: list[str] = []  # configuration problems the CLI shows (e.g. unknown plugin names)
 
-    def _lookup(self, table: dict[str, Any], kind: str, name: str) -> Any:
+    def _lookup(self, table: dict[str, _Record], kind: str, name: str) -> _Record:
         try:
             return table[name]
         except KeyError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class Trace:
     checkpoints: list[Checkpoint] = field(default_factory=list)
     run_s: float = 0.0
     setup_s: float = 0.0
-    execution: str = "real"
+    execution: Literal["real", "emulated"] = "real"
     detail: str = ""
     refine: int = 1  # dt was divided by this (dt-refinement runs); spikes are on that finer grid
 

@@ -38,15 +38,20 @@ def _timings(kind: str, document: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` if the document holds a mapping there, else an empty one (documents may be partial)."""
+    return value if isinstance(value, dict) else {}
+
+
 def indexed_columns(kind: str, document: dict[str, Any]) -> dict[str, Any]:
     """The filterable columns: kernel, device, mode, engine, dtype, size, verdict, run_s (min over timings)."""
     timings = _timings(kind, document)
-    protocol = document.get("protocol") if isinstance(document.get("protocol"), dict) else {}
-    settings = document.get("settings") if isinstance(document.get("settings"), dict) else {}
+    protocol = _mapping(document.get("protocol"))
+    settings = _mapping(document.get("settings"))
     candidates = [c for c in settings.get("candidates", []) if isinstance(c, dict)]
     verdict = document.get("verdict")
-    runs = [t.get("run_s") for t in timings if isinstance(t.get("run_s"), (int, float))]
-    sizes = [t.get("ncells") for t in timings if isinstance(t.get("ncells"), int)]
+    runs = [float(t["run_s"]) for t in timings if isinstance(t.get("run_s"), (int, float))]
+    sizes = [int(t["ncells"]) for t in timings if isinstance(t.get("ncells"), int)]
     return {
         # audits name their kernel in settings.kernel (reports written before it existed have none)
         "kernel": _joined([t.get("kernel") for t in timings] + [protocol.get("kernel"), settings.get("kernel")]),

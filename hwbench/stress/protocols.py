@@ -8,10 +8,9 @@ script and sweeps all build their auditor here.
 
 from __future__ import annotations
 
-from hwbench.accuracy.audit import Auditor, AuditSettings, Progress, ProtocolFactory
+from hwbench.accuracy.audit import Auditor, AuditSettings, BaseRuns, Progress, ProtocolFactory
 from hwbench.accuracy.validation import validation
 from hwbench.core.plugins import Registry
-from hwbench.core.scenario import Trace
 from hwbench.stress import forensics, refinement
 from hwbench.stress.stimulus import spike_stress
 
@@ -28,7 +27,7 @@ def standard_auditor(
     settings: AuditSettings,
     progress: Progress | None = None,
     *,
-    base_runs: dict[tuple, dict[str, Trace]] | None = None,
+    base_runs: BaseRuns | None = None,
 ) -> Auditor:
     """An auditor with the published protocols, dt refinement (``settings.refine_factors``) and forensics.
 

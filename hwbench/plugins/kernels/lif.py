@@ -237,17 +237,14 @@ class _LifBase(Kernel):
     # ---------------------------------------------------------------- for fixed-point devices
     def layers(self, workload: Workload) -> list[LifLayer]:
         """The network as populations with float parameters (what a device quantises)."""
-        p = workload.params
-        common = {
-            "beta": float(p["beta"]),
-            "alpha": float(p["alpha"]) if self.has_current else None,
-            "thr": float(p["thr"]),
-            "reset": "zero" if float(p["reset_zero"]) == 1.0 else "subtract",
-        }
-        a = workload.arrays
+        p, a = workload.params, workload.arrays
+        beta, thr = float(p["beta"]), float(p["thr"])
+        alpha = float(p["alpha"]) if self.has_current else None
+        reset = "zero" if float(p["reset_zero"]) == 1.0 else "subtract"
+        w_in, w_out = np.asarray(a["w_in"], np.float64), np.asarray(a["w_out"], np.float64)
         return [
-            LifLayer("hidden", workload.size, w_ff=np.asarray(a["w_in"], np.float64), w_rec=a.get("w_rec"), **common),
-            LifLayer("output", a["w_out"].shape[1], w_ff=np.asarray(a["w_out"], np.float64), **common),
+            LifLayer("hidden", workload.size, beta, alpha, thr, reset, w_ff=w_in, w_rec=a.get("w_rec")),
+            LifLayer("output", w_out.shape[1], beta, alpha, thr, reset, w_ff=w_out),
         ]
 
     def split_state(self, state: Any) -> list[dict[str, np.ndarray]]:
@@ -264,16 +261,16 @@ class _LifBase(Kernel):
     # ----------------------------------------------------------------------------- costs
     def _synapses(self, workload: Workload) -> int:
         n, a = workload.size, workload.arrays
-        return a["w_in"].size + a["w_out"].size + (n * n if self.recurrent else 0)
+        return int(a["w_in"].size + a["w_out"].size) + (n * n if self.recurrent else 0)
 
     def flops_per_step(self, workload: Workload) -> float:
-        neurons = workload.size + workload.arrays["w_out"].shape[1]
+        neurons = workload.size + int(workload.arrays["w_out"].shape[1])
         return 2.0 * self._synapses(workload) + (8.0 if self.has_current else 6.0) * neurons
 
     def bytes_per_step(self, workload: Workload) -> float:
-        neurons = workload.size + workload.arrays["w_out"].shape[1]
+        neurons = workload.size + int(workload.arrays["w_out"].shape[1])
         state = (3 if self.has_current else 2) * neurons
-        return 4.0 * (self._synapses(workload) + state + workload.arrays["x"].shape[1])
+        return 4.0 * (self._synapses(workload) + state + int(workload.arrays["x"].shape[1]))
 
     def memory_estimate(self, size: int, *, connected: bool = True) -> int:
         synapses = N_IN * size + size * N_OUT + (size * size if self.recurrent else 0)
@@ -292,8 +289,8 @@ class _LifBase(Kernel):
         code ``reset_mechanism_val`` (int64) and, for ``Synaptic``, ``alpha`` as buffers of every
         neuron layer; they are listed here so the footprint is NeuroBench's for the same network.
         """
-        mats = [layer.w_ff for layer in self.layers(workload)] + [workload.arrays.get("w_rec")]
-        mats = [np.asarray(m) for m in mats if m is not None]
+        found = [layer.w_ff for layer in self.layers(workload)] + [workload.arrays.get("w_rec")]
+        mats = [np.asarray(m) for m in found if m is not None]
         count = int(sum(m.size for m in mats))
         buffers = []
         for layer, model in zip(("hidden", "output"), self.neuron_models(), strict=True):
@@ -353,7 +350,7 @@ def _events(connections: list[ConnectionActivity]) -> int:
     return int(sum(c.effective_acs for c in connections))
 
 
-def _layer(ops: Ops, layer: Any, drive: Any, rec: Any, p: NeuronParams) -> tuple:
+def _layer(ops: Ops, layer: Any, drive: Any, rec: Any, p: NeuronParams) -> tuple[Any, ...]:
     """One population's step (snnTorch's class for the variant), then the threshold.
 
     The reset signal is the stored spikes ``z_{t-1}`` (snnTorch's ``mem_reset`` of the stored
