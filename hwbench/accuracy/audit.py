@@ -311,12 +311,15 @@ class Auditor:
         regime_name = regime(ensemble)
         floor_values = floor([compared[j.label] for j in jobs if j.role in ("gold", "ensemble")])
         judged = [job for job in jobs if job.role in ("candidate", "dt-refine")]
-        verdicts = [self._verdict(j, compared[j.label], traces[j.label], floor_values, regime_name) for j in judged]
+        unit = kernel.info.probe_unit
+        verdicts = [self._verdict(j, compared[j.label], traces[j.label], floor_values, regime_name, unit)
+                    for j in judged]  # fmt: skip
         main = [v.verdict for v, job in zip(verdicts, judged, strict=True) if job.role == "candidate"]
         return ProtocolReport(
             name=name,
             description=scenario.description,
             reduced=scenario.reduced,
+            probe_unit=kernel.info.probe_unit,
             sample_ms=(kernel.info.dt_ms or 1.0) * kernel.info.sample_every,
             regime=regime_name,
             floor=floor_values,
@@ -428,10 +431,10 @@ class Auditor:
 
     @staticmethod
     def _verdict(
-        job: Job, metrics: dict[str, Any], trace: Trace, floor_values: dict[str, float], regime_name: str
+        job: Job, metrics: dict[str, Any], trace: Trace, floor_values: dict[str, float], regime_name: str, unit: str
     ) -> CandidateVerdict:
         """A candidate's (or its dt/k run's) verdict; a dt/k run names its factor after the mode."""
-        verdict, score, reasons = judge(metrics, trace.violation, floor_values, regime_name)
+        verdict, score, reasons = judge(metrics, trace.violation, floor_values, regime_name, unit)
         mode = job.mode if job.role == "candidate" else f"{job.mode} {job.label.split()[-1]}"
         return CandidateVerdict(device=job.device.name, mode=mode, verdict=verdict, score=score, reasons=reasons)
 

@@ -46,6 +46,7 @@ class ProtocolReport(BaseModel):
     name: str
     description: str
     reduced: str | None = None
+    probe_unit: str = "mV"  # the unit of the probe and its deviations (reports before this field: mV)
     sample_ms: float
     regime: str
     floor: dict[str, float]

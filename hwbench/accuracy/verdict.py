@@ -54,9 +54,13 @@ def floor(ensemble: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def judge(
-    metrics: dict[str, Any], violation: dict[str, Any] | None, floor_values: dict[str, float], regime_name: str
+    metrics: dict[str, Any],
+    violation: dict[str, Any] | None,
+    floor_values: dict[str, float],
+    regime_name: str,
+    unit: str = "mV",
 ) -> tuple[Verdict, float, list[str]]:
-    """Verdict, score (worst ratio to the floor) and the reasons in words."""
+    """Verdict, score (worst ratio to the floor) and the reasons in words (deviations in the probe's ``unit``)."""
     reasons: list[str] = []
     if violation is not None:
         reasons.append(f"hard check failed: {violation.get('explanation') or violation['kind']}")
@@ -86,7 +90,8 @@ def judge(
     else:
         verdict = Verdict.FAIL
         reasons.append(f"{worst_name} is {score:.3g}x the floor (FAIL beyond {limits[1]:g}x)")
-    reasons.append(f"max |dV| = {metrics['deviation']['max']:.4g} mV ({dev:.4g} mV outside +-1 ms of spikes)")
+    u = f" {unit}" if unit else ""
+    reasons.append(f"max |dV| = {metrics['deviation']['max']:.4g}{u} ({dev:.4g}{u} outside +-1 ms of spikes)")
     return verdict, score, reasons
 
 

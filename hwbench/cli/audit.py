@@ -219,6 +219,7 @@ def _run_audit(
 def _render(report: AuditReport) -> None:
     for p in report.protocols:
         title = f"{p.name}: {p.description}" + (f"  [{p.reduced}]" if p.reduced else "")
+        unit = f" {p.probe_unit}" if p.probe_unit else ""
         rows = []
         for r in p.runs:
             dev, spk = r.deviation or {}, r.spikes or {}
@@ -226,8 +227,8 @@ def _render(report: AuditReport) -> None:
                 (
                     r.label,
                     r.execution[:4] + ".",
-                    _fmt(dev.get("max"), " mV") if dev else "-",
-                    _fmt(dev.get("max_outside_spikes"), " mV") if dev else "-",
+                    _fmt(dev.get("max"), unit) if dev else "-",
+                    _fmt(dev.get("max_outside_spikes"), unit) if dev else "-",
                     f"{spk.get('matched_fraction', 1):.3f}" if spk else "-",
                     _fmt(spk.get("van_rossum_mean")) if spk else "-",
                     "yes" if r.violation else "",
@@ -240,7 +241,7 @@ def _render(report: AuditReport) -> None:
             rows,
         )
         stdout.print(
-            f"  regime: {p.regime}; floor: max |dV| outside spikes {_fmt(p.floor['max_outside_spikes'], ' mV')}",
+            f"  regime: {p.regime}; floor: max |dV| outside spikes {_fmt(p.floor['max_outside_spikes'], unit)}",
             highlight=False,
         )
         for v in p.verdicts:

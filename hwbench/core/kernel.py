@@ -39,6 +39,7 @@ class KernelInfo(BaseModel):
     family: str = Field(description="dynamics family: 'conductance' (HH-type), 'lif', 'dl', ...")
     state_names: list[str]
     probe: str = Field(description="the signal sampled every `sample_every` steps")
+    probe_unit: str = Field("", description="the probe's unit, shown with its deviations (e.g. 'mV')")
     op_classes: list[OpClass]
     dt_ms: float | None = None
     sample_every: int = 1

@@ -129,8 +129,9 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
     out = []
     for p in doc.get("protocols", []):
         runs = p.get("runs", [])
-        headers = ["run", "role", "execution", "profile", "max |dV| mV", "outside spikes mV", "matched", "hard check"]
-        headers.append("s")
+        unit = p.get("probe_unit", "mV")  # reports written before the field: io-ehh's mV
+        headers = ["run", "role", "execution", "profile", f"max |dV| {unit}".rstrip()]
+        headers += [f"outside spikes {unit}".rstrip(), "matched", "hard check", "s"]
         verdicts = table(
             ["device", "mode", "verdict", "score", "reasons"],
             [(v["device"], v["mode"], v["verdict"], v.get("score"), "; ".join(v.get("reasons", [])))
@@ -142,8 +143,9 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
         devs = [(r["label"], (r.get("deviation") or {}).get("max")) for r in runs]
         devs = [(label, v) for label, v in devs if isinstance(v, (int, float)) and v > 0]
         if devs:
+            ylabel = f"max |dV| versus the CPU fp32 reference ({unit or 'probe units'}, log)"
             uri = charts.bar_chart([d[0] for d in devs], [d[1] for d in devs], title=f"{p['name']}: max |dV| per run",
-                                   ylabel="max |dV| versus the CPU fp32 reference (mV, log)")  # fmt: skip
+                                   ylabel=ylabel)  # fmt: skip
             body += image(uri, f"{p['name']} deviation plot")
         out.append(section(f"Protocol {p.get('name')}", body))
     return out

@@ -115,6 +115,7 @@ class IoEhhKernel(Kernel):
         family="conductance",
         state_names=list(model.STATE_NAMES),
         probe="V_soma",
+        probe_unit="mV",
         op_classes=[
             OpClass.ADD,
             OpClass.MUL,
