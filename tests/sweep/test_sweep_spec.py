@@ -204,3 +204,14 @@ def test_verdicts_split_over_seeds():
     assert split.seeds == {1: Verdict.PASS, 2: Verdict.PASS, 3: Verdict.PASS, 4: Verdict.FAIL}
     (row,) = sensitivity(outcomes)
     assert row.verdicts == {12: Verdict.FAIL} and row.min_pass_bits is None and row.first_fail_reason == "reason 12/4"
+
+
+def test_a_sweep_audits_the_kernel_its_spec_names_or_says_why_not() -> None:
+    """The spec's ``kernel`` (default: hwbench's default kernel) must declare every swept protocol."""
+    from hwbench.cli.sweep_io import preflight
+
+    ring = SweepSpec(kernel="leaky-ring", protocols=["validation", "stress"], dt=[1, 2])
+    preflight(ring, ring.expand())  # declares both, and has a dt parameter
+    lif = SweepSpec(kernel="lif", protocols=["stress"])
+    with pytest.raises(UsageError, match="kernel 'lif' has no stress protocol: its input is the seeded Poisson"):
+        preflight(lif, lif.expand())
