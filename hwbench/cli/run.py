@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
@@ -40,9 +41,10 @@ from hwbench.core.runner import (
 )
 
 
-def samples_for(kernel: Kernel, ms: float) -> int:
-    """How many probe samples ``ms`` of biological time is; it must be a whole number of them."""
-    sample_ms = (kernel.info.dt_ms or 1.0) * kernel.info.sample_every
+def samples_for(kernel: Kernel, ms: float, params: dict[str, Any] | None = None) -> int:
+    """How many probe samples ``ms`` of biological time is (at the time step ``params`` set, else the
+    kernel's); it must be a whole number of them."""
+    sample_ms = kernel.info.step_ms(params or {}) * kernel.info.sample_every
     nsamples = round(ms / sample_ms)
     if nsamples < 1 or abs(nsamples * sample_ms - ms) > 1e-9 * max(ms, 1.0):
         raise UsageError(f"--ms must be a positive multiple of the sample interval {sample_ms:g} ms, got {ms:g}")
@@ -120,7 +122,8 @@ def run(
         registry.engine(engine)  # unknown names fail before any work
     workload = Workload.load(workload_file) if workload_file else None
     size = workload.size if workload is not None else cells or k.info.default_size
-    nsamples = samples_for(k, ms)
+    overrides = parse_set(sets)
+    nsamples = samples_for(k, ms, workload.params if workload is not None else overrides)
     check_memory(k, size, not unconnected)  # the network first, then its traces: both before building
     check_trace_memory(size, nsamples, min(size, probe_cells or size))
     prep = prepare(
@@ -132,7 +135,7 @@ def run(
         connected=not unconnected,
         seed=seed,
         workload=workload,
-        overrides=parse_set(sets),
+        overrides=overrides,
     )
     stderr.print(f"building {k.name} on {prep.device.name} ({prep.execution}, mode {prep.mode}) ...", highlight=False)
     executor, setup_s = build(prep, engine=engine)
@@ -183,7 +186,7 @@ def run_result(prep: Prepared, timing: Timing, out: RunOutput, probe_cells: int 
         timing=timing,
         profile=None if profile is None else profile.name,
         workload={"kernel": k.name, "size": prep.workload.size, **prep.workload.meta},
-        sample_interval_ms=(k.info.dt_ms or 1.0) * k.info.sample_every,
+        sample_interval_ms=k.info.step_ms(prep.workload.params) * k.info.sample_every,
         probe=k.info.probe,
         probe_cells=keep,
         cell_annotations={

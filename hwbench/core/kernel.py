@@ -64,6 +64,13 @@ class KernelInfo(BaseModel):
         "and why the others do not apply",
     )
 
+    def step_ms(self, params: dict[str, Any]) -> float:
+        """The time step of a workload with ``params``, in ms: its :attr:`dt_param` where the kernel has
+        one (``--set dt=...`` changes it), else :attr:`dt_ms` (1 ms for a kernel that declares none)."""
+        if self.dt_param is not None and self.dt_param in params and np.ndim(params[self.dt_param]) == 0:
+            return float(params[self.dt_param])
+        return self.dt_ms or 1.0
+
     def perturbed_rows(self) -> list[int]:
         """The rows of :attr:`ensemble_rows`, or the probed row when the kernel names none."""
         if self.ensemble_rows is not None:

@@ -186,8 +186,7 @@ def timing_record(prep: Prepared, executor: Executor, setup_s: float, samples: l
     kernel, workload = prep.kernel, prep.workload
     sample_every = kernel.info.sample_every
     steps = nsamples * sample_every
-    dt = kernel.info.dt_ms or 1.0
-    simulated_ms = steps * dt
+    simulated_ms = steps * kernel.info.step_ms(workload.params)
     best = min(samples)
     src = workload.arrays.get("src")
     return Timing(

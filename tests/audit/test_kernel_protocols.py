@@ -97,3 +97,13 @@ def test_run_takes_its_default_size_from_the_kernel_record() -> None:
     proc = hwbench("run", "--kernel", "leaky-ring", "--ms", "2", "--repeats", "1", "--json", "--no-store")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["timing"]["ncells"] == LeakyRingKernel.info.default_size
+
+
+def test_run_counts_biological_time_at_the_time_step_set() -> None:
+    """``--set dt=...`` changes the kernel's time step: --ms stays biological time, steps follow dt."""
+    info = IoEhhKernel.info
+    proc = hwbench("run", "--cells", "64", "--set", "dt=0.0125", "--ms", "10", "--repeats", "1", "--json", "--no-store")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["timing"]["simulated_ms"] == 10.0 and doc["timing"]["steps"] == round(10 / 0.0125)
+    assert doc["sample_interval_ms"] == 0.0125 * info.sample_every
