@@ -123,6 +123,9 @@ def run(
     workload = Workload.load(workload_file) if workload_file else None
     size = workload.size if workload is not None else cells or k.info.default_size
     overrides = parse_set(sets)
+    if workload is not None:  # another kernel's file, or a time step out of range (dt = 0), before it divides
+        k.check_workload(workload)
+    k.check_parameters(overrides)
     nsamples = samples_for(k, ms, workload.params if workload is not None else overrides)
     check_memory(k, size, not unconnected)  # the network first, then its traces: both before building
     check_trace_memory(size, nsamples, min(size, probe_cells or size))

@@ -36,7 +36,7 @@ def test_a_per_cell_array_from_the_command_line_reaches_the_workload(here: Path)
 
 def test_values_at_the_edges_of_their_ranges_are_accepted(here: Path) -> None:
     (here / "old.json").write_text("an earlier result")
-    argv = [*RUN, "--seed", "4294967295", "--repeats", "1", "--probe-cells", "1000", "--set", "dt=1"]
+    argv = [*RUN, "--seed", "4294967295", "--repeats", "1", "--probe-cells", "1000", "--set", "dt=1", "--ms", "40"]
     outcome = run_cli([*argv, "--set", "p1=0.999", "--set", "g_gj=0", "--out", "old.json"])
     assert outcome.code == 0, outcome.stderr
     # replaced, atomically (read as plain JSON: at dt = 1 ms the Euler steps diverge, and RunResult
