@@ -8,12 +8,13 @@ interrupted run never leaves a half-written result that looks complete.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import platform
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from hwbench import __version__
 from hwbench.core.activity import Activity, Structure
@@ -121,11 +122,21 @@ class RunResult(BaseModel):
         default_factory=dict,
         description="per probed cell, the workload's annotations (io-ehh: position = grid index x + n*y + n*n*z)",
     )
-    traces: list[list[float]] = Field(default_factory=list, description="[sample][cell] probe values")
+    traces: list[list[float]] = Field(
+        default_factory=list, description="[sample][cell] probe values (null: non-finite, read back as NaN)"
+    )
     spikes: list[list[int]] = Field(default_factory=list, description="[cell] spike step indices")
     counters: dict[str, int] = Field(default_factory=dict)
 
     model_config = {"populate_by_name": True}
+
+    @field_validator("traces", mode="before")
+    @classmethod
+    def _nulls_are_non_finite(cls, value: Any) -> Any:
+        """JSON has no NaN: a diverged run's non-finite samples are written as null and read back as NaN."""
+        if not isinstance(value, list):
+            return value
+        return [[math.nan if v is None else v for v in row] if isinstance(row, list) else row for row in value]
 
 
 class BenchResult(BaseModel):
