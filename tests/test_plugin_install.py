@@ -168,6 +168,16 @@ def test_hwbench_is_the_installed_copy(venv: Venv) -> None:
     assert venv.cli("--version").stdout.startswith("hwbench, version ")
 
 
+def test_installed_distribution_ships_py_typed(venv: Venv) -> None:
+    """``py.typed`` tells plugin authors' type checkers to trust hwbench's (checked) annotations:
+    it must be among the files of the distribution that pip installed (not only in the checkout)."""
+    code = "import importlib.metadata as m; print('\\n'.join(str(f) for f in m.files('hwbench') or ()))"
+    proc = venv.run(venv.python, "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    files = set(proc.stdout.split())
+    assert "hwbench/py.typed" in files, sorted(f for f in files if not f.endswith(".py"))[:20]
+
+
 def test_installed_plugin_device_is_listed(venv: Venv) -> None:
     devices = {d["name"]: d for d in venv.json("devices")}
     assert {"cpu", "example-dsp"} <= set(devices)

@@ -21,12 +21,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode, get_format
+import numpy as np
+
+from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode
 from hwbench.accuracy.numerics.profile import NumericsProfile
 from hwbench.core.ops import OpClass
 
 PASS_PRODUCT_ERROR = {3: 1.1 * 2.0**-13, 6: 1.1 * 2.0**-21}
-FP32 = get_format("fp32")
+FP32_MANTISSA_BITS = int(np.finfo(np.float32).nmant)  # 23 fraction bits
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def _rule_u(profile: NumericsProfile | None, cls: OpClass) -> float | None:
     fmt = op.resolved_format()
     if not isinstance(fmt, FloatFormat):
         return None
-    if fmt.mantissa_bits >= FP32.mantissa_bits and cls is not OpClass.MATMUL_ACCUMULATE:
+    if fmt.mantissa_bits >= FP32_MANTISSA_BITS and cls is not OpClass.MATMUL_ACCUMULATE:
         return 0.0  # rounding an fp32 value to fp32 (or wider) changes nothing
     return unit_roundoff(fmt, op.rounding)
 

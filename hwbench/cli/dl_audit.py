@@ -90,5 +90,5 @@ def _render(report: Any) -> None:
     )
 
 
-def _ratio(m: dict, key: str) -> str:
+def _ratio(m: dict[str, Any], key: str) -> str:
     return "-" if key not in m else f"{m[key]:.3g}"

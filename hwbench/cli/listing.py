@@ -139,7 +139,7 @@ def metrics(name: str | None, as_json: bool) -> None:
 def engines(as_json: bool) -> None:
     """List execution engines and whether their library is installed here."""
     registry = get_registry()
-    records = []
+    records: list[dict[str, Any]] = []
     for engine in registry.engines.values():
         ok, reason = engine.available()
         records.append(
@@ -193,13 +193,20 @@ def plugins(as_json: bool) -> None:
 @click.argument("name", required=False)
 def schema(name: str | None) -> None:
     """Print the published JSON Schema of a result file (run, bench, audit, profile, sweep)."""
+    from pydantic import BaseModel
+
     from hwbench.accuracy.numerics.profile import NumericsProfile
     from hwbench.accuracy.report import AuditReport
     from hwbench.core.errors import unknown_name
     from hwbench.core.results import SCHEMAS
     from hwbench.stress.sensitivity import SweepResult
 
-    schemas = {**SCHEMAS, "audit": AuditReport, "profile": NumericsProfile, "sweep": SweepResult}
+    schemas: dict[str, type[BaseModel]] = {
+        **SCHEMAS,
+        "audit": AuditReport,
+        "profile": NumericsProfile,
+        "sweep": SweepResult,
+    }
     if name is None:
         print_json(sorted(schemas))
         return

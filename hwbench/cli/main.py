@@ -61,7 +61,9 @@ class HwbenchGroup(click.Group):
             command = super().get_command(ctx, cmd_name)
         return command
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if args and not name.startswith("-") and self.get_command(ctx, name) is None:
             raise click.UsageError(str(unknown_name("command", name, self.list_commands(ctx))), ctx)

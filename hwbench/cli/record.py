@@ -98,14 +98,20 @@ class _DeviceUse:
 
 def _device_uses(document: dict[str, Any]) -> list[_DeviceUse]:
     timings = [document["timing"]] if isinstance(document.get("timing"), dict) else document.get("timings") or []
-    uses = [_DeviceUse(t.get("device"), t.get("mode"), t.get("execution")) for t in timings if isinstance(t, dict)]
+    # a timing or candidate that names no device is left out
+    uses = [
+        _DeviceUse(t["device"], t.get("mode"), t.get("execution"))
+        for t in timings
+        if isinstance(t, dict) and t.get("device")
+    ]
     for c in (document.get("settings") or {}).get("candidates", []):
-        uses.append(_DeviceUse(c.get("device"), c.get("mode"), None, c.get("overrides"), c.get("profile_file")))
+        if c.get("device"):
+            uses.append(_DeviceUse(c["device"], c.get("mode"), None, c.get("overrides"), c.get("profile_file")))
     unique: dict[str, _DeviceUse] = {}
     for u in uses:
         key = json.dumps([u.device, u.mode, u.execution, u.overrides, u.profile_file], sort_keys=True, default=str)
         unique.setdefault(key, u)
-    return [u for u in unique.values() if u.device]
+    return list(unique.values())
 
 
 @dataclass
@@ -208,7 +214,7 @@ def record_result(result: BaseModel) -> int | None:
             raise pending.error
         document = _document(result)
         environment = environment_of(pending, document)
-        rid = pending.store.record(document, environment, pending.tags)
+        rid: int = pending.store.record(document, environment, pending.tags)  # the store is loaded lazily
     except Exception as exc:
         warn(f"result not recorded in the store {pending.location.describe()}: {exc}")
         return None

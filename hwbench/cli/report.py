@@ -57,7 +57,9 @@ def _from_store(ctx: click.Context, ref: str) -> Any:
     help="History: newest N results (0: all).",
 )
 @click.pass_context
-def report(ctx: click.Context, target: str, out: str | None, store_url: str | None, limit: int, **filters: Any) -> None:
+def report(
+    ctx: click.Context, /, target: str, out: str | None, store_url: str | None, limit: int, **filters: Any
+) -> None:
     """Write one self-contained HTML page (plots embedded, no external resources).
 
     TARGET: a stored result id (see 'hwbench results list'), a result .json file (run, bench,

@@ -82,7 +82,7 @@ def results(ctx: click.Context, store_url: str | None) -> None:
 @click.option("--limit", type=validate.BoundedInt(0, None), default=50, show_default=True, help="Newest N (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON only on stdout.")
 @click.pass_context
-def list_results(ctx: click.Context, limit: int, as_json: bool, **filters: Any) -> None:
+def list_results(ctx: click.Context, /, limit: int, as_json: bool, **filters: Any) -> None:
     """Stored results, newest first."""
     found = _open(ctx).list(_filters(limit, **filters))
     if as_json:
@@ -170,7 +170,7 @@ def _resolve_pair(store: Any, refs: tuple[str, ...], baseline_tag: str | None, f
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON only on stdout.")
 @click.pass_context
-def compare(ctx: click.Context, refs: tuple[str, ...], baseline_tag: str | None, fail_above: float | None,
+def compare(ctx: click.Context, /, refs: tuple[str, ...], baseline_tag: str | None, fail_above: float | None,
             alpha: float, as_json: bool, **filters: Any) -> int:  # fmt: skip
     """Compare B against baseline A: time ratios with 95% CIs and a test; accuracy deltas for audits.
 
@@ -239,7 +239,7 @@ def _write_atomic(path: Path, text: str) -> None:
 @filter_options
 @click.option("--out", type=validate.OutFile(), required=True, help="Export file (.json).")
 @click.pass_context
-def export(ctx: click.Context, out: str, **filters: Any) -> None:
+def export(ctx: click.Context, /, out: str, **filters: Any) -> None:
     """Write matching results (documents and environments) to one JSON file, for another store."""
     from hwbench.store.models import StoreExport
 

@@ -11,15 +11,22 @@ import datetime as _dt
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from hwbench.accuracy.verdict import Verdict
 from hwbench.cli import validate
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import store_options
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+
+if TYPE_CHECKING:  # Dask and the audit stack load only when a sweep runs
+    from hwbench.cli.sweep_io import SweepPlan
+    from hwbench.stress.sensitivity import SweepResult
+    from hwbench.stress.sweep import Tally
 
 SWEEP_DIR_VAR = "HWBENCH_SWEEP_DIR"
 _ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -80,21 +87,21 @@ def _check_id(sweep_id: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep result as JSON only on stdout.")
 @store_options
 def sweep(
-    spec_path,
-    devices,
-    protocols,
-    quick,
-    sets,
-    grids,
-    rounding,
-    seeds,
-    dts,
-    scheduler,
-    workers,
-    sweep_id,
-    resume_id,
-    dir_option,
-    as_json,
+    spec_path: str | None,
+    devices: tuple[str, ...],
+    protocols: tuple[str, ...],
+    quick: bool,
+    sets: tuple[str, ...],
+    grids: tuple[str, ...],
+    rounding: str | None,
+    seeds: str | None,
+    dts: str | None,
+    scheduler: str | None,
+    workers: int | None,
+    sweep_id: str | None,
+    resume_id: str | None,
+    dir_option: str | None,
+    as_json: bool,
 ) -> int:
     """Run many audits on Dask and answer which precision each op class needs.
 
@@ -134,7 +141,7 @@ def sweep(
     return EXIT_CHECK_FAILED if any(c.status == "failed" for c in result.cells) else EXIT_OK
 
 
-def _run_with_progress(plan, scheduler: str | None, workers: int | None, *, transient: bool):
+def _run_with_progress(plan: SweepPlan, scheduler: str | None, workers: int | None, *, transient: bool) -> SweepResult:
     """The sweep with a progress bar of cells done / running / failed on stderr, and a last line."""
     from hwbench.cli.sweep_io import execute
 
@@ -150,7 +157,7 @@ def _run_with_progress(plan, scheduler: str | None, workers: int | None, *, tran
     ) as progress:
         task = progress.add_task("cells", total=len(plan.cells), status="")
 
-        def monitor(t) -> None:
+        def monitor(t: Tally) -> None:
             audited = t.done - t.skipped
             last[0] = f"sweep {plan.sweep_id}: {audited} cells audited (+{t.skipped} resumed), {t.failed} failed"
             status = f"done {audited} (+{t.skipped} resumed)  running {t.running}  failed {t.failed}"
@@ -161,7 +168,7 @@ def _run_with_progress(plan, scheduler: str | None, workers: int | None, *, tran
     return result
 
 
-def _render(result, folder: Path) -> None:
+def _render(result: SweepResult, folder: Path) -> None:
     from hwbench.stress.sensitivity import summary_line
 
     colour = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}
@@ -190,8 +197,8 @@ def _render(result, folder: Path) -> None:
             if r.first_fail_reason:
                 stdout.print("    " + escape(r.first_fail_reason[:300]), highlight=False)
     else:
-        rows = [(c.key, c.verdict.value if c.verdict else c.status, c.reason[:90]) for c in result.cells]
-        print_table("cells", ["cell", "verdict", "reason"], rows)
+        cells = [(c.key, c.verdict.value if c.verdict else c.status, c.reason[:90]) for c in result.cells]
+        print_table("cells", ["cell", "verdict", "reason"], cells)
     _render_seeds(result)
     failed = [c for c in result.cells if c.status == "failed"]
     for c in failed:
@@ -202,13 +209,13 @@ def _render(result, folder: Path) -> None:
         f"cluster ({result.cluster['workers']} workers); wrote {folder / 'sweep.json'}",
         highlight=False,
     )
-    for verdict, c in colour.items():
+    for verdict, col in colour.items():
         n = sum(1 for cell in result.cells if cell.verdict and cell.verdict.value == verdict)
         if n:
-            stdout.print(f"  [{c}]{verdict}[/{c}] {n}", highlight=False)
+            stdout.print(f"  [{col}]{verdict}[/{col}] {n}", highlight=False)
 
 
-def _render_seeds(result) -> None:
+def _render_seeds(result: SweepResult) -> None:
     """With several seeds: how each row's verdicts split over them (PASS/WARN/FAIL counts)."""
     splits = [s for s in result.seeds if len(s.seeds) > 1]
     if not splits:
@@ -219,7 +226,7 @@ def _render_seeds(result) -> None:
             s.group,
             "-" if s.bits is None else str(s.bits),
             s.rounding + (f" dt/{s.dt}" if s.dt > 1 else ""),
-            *(str(s.counts.get(v, 0)) for v in ("PASS", "WARN", "FAIL")),
+            *(str(s.counts.get(v, 0)) for v in Verdict),  # PASS, WARN, FAIL
         )
         for s in splits
     ]

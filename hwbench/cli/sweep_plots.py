@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hwbench.accuracy.verdict import Verdict
 from hwbench.stress.sensitivity import SweepResult
 
 COLOURS = {"PASS": "#2e9e4f", "WARN": "#e6b422", "FAIL": "#c8372d"}
@@ -38,7 +39,7 @@ def heatmap(result: SweepResult, path: Path) -> Path:
         for j, b in enumerate(widths):
             s = split.get((r.device, r.group, b, r.rounding, r.dt))
             if s is not None and len(s.seeds) > 1:
-                ax.text(j, i, f"{s.counts['PASS']}/{len(s.seeds)}", ha="center", va="center", fontsize=7)
+                ax.text(j, i, f"{s.counts[Verdict.PASS]}/{len(s.seeds)}", ha="center", va="center", fontsize=7)
     protocols = ", ".join(result.spec.protocols) + (" (quick)" if result.spec.quick else "")
     ax.set_title(f"{protocols}: verdict by mantissa width", fontsize=10)
     from matplotlib.patches import Patch

@@ -9,7 +9,9 @@ and writes one JSON result and one plot per sweep.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -19,6 +21,12 @@ from hwbench.cli.output import print_json, print_table, stderr
 from hwbench.cli.record import record_result, store_options
 from hwbench.core.errors import UsageError
 from hwbench.core.results import write_json
+
+if TYPE_CHECKING:  # the training stack (JAX) loads only when a command runs
+    from hwbench.plugins.kernels.snn.results import EpochRecord, TrainResult
+    from hwbench.plugins.kernels.snn.training import TrainConfig
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 NET_OPTIONS = [
     click.option("--net", type=click.Choice(["dsnn", "csnn"]), default="dsnn", show_default=True),
@@ -59,13 +67,14 @@ NET_OPTIONS = [
 ]
 
 
-def net_options(f):
+def net_options(f: _Command) -> _Command:
+    """Decorator: the network options every training command shares (``NET_OPTIONS``)."""
     for opt in reversed(NET_OPTIONS):
         f = opt(f)
     return f
 
 
-def _config(o: dict, n_in: int):
+def _config(o: dict[str, Any], n_in: int) -> TrainConfig:
     from hwbench.plugins.kernels.snn.networks import NetSpec
     from hwbench.plugins.kernels.snn.surrogate import Surrogate
     from hwbench.plugins.kernels.snn.training import TrainConfig
@@ -156,7 +165,7 @@ def train(
 
         check_deployable(plan.cfg.spec)
 
-    def on_epoch(rec) -> None:
+    def on_epoch(rec: EpochRecord) -> None:
         acc = "-" if rec.test_accuracy is None else f"{rec.test_accuracy:.4f}"
         stderr.print(f"epoch {rec.epoch}: loss {rec.loss:.4f}, held-out accuracy {acc}")
 
@@ -170,7 +179,7 @@ def train(
     _print_train(result)
 
 
-def _print_train(result) -> None:
+def _print_train(result: TrainResult) -> None:
     cfg = result.config
     click.echo(
         f"{cfg['net']} {cfg['neuron']}/{cfg['reset']} {cfg['surrogate']}, {cfg['precision']}, "

@@ -32,7 +32,7 @@ def _fmt(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else f"{x:,}".replace(",", "")
 
 
-class FiniteFloat(click.ParamType):
+class FiniteFloat(click.ParamType[float]):
     """A finite float within [low, high] (either end open on request)."""
 
     name = "number"
@@ -65,7 +65,7 @@ class FiniteFloat(click.ParamType):
         return v
 
 
-class BoundedInt(click.ParamType):
+class BoundedInt(click.ParamType[int]):
     """An integer within [low, high] (``None``: unbounded on that side)."""
 
     name = "integer"
@@ -98,7 +98,7 @@ class BoundedInt(click.ParamType):
         return v
 
 
-class SizeList(click.ParamType):
+class SizeList(click.ParamType[list[int]]):
     """Comma-separated positive integers and ranges ``lo..hi`` (``cube``: grid edges n, cells n^3)."""
 
     name = "list"
@@ -121,7 +121,7 @@ class SizeList(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class OutFile(click.ParamType):
+class OutFile(click.ParamType[str]):
     """A file path hwbench may create or replace (checked before any work; see core.files)."""
 
     name = "file"
@@ -137,7 +137,7 @@ class OutFile(click.ParamType):
         return str(value)
 
 
-class OutDir(click.ParamType):
+class OutDir(click.ParamType[str]):
     """A folder hwbench may create or write into (checked before any work)."""
 
     name = "folder"
@@ -153,7 +153,7 @@ class OutDir(click.ParamType):
         return str(value)
 
 
-class InFile(click.ParamType):
+class InFile(click.ParamType[str]):
     """An existing, readable regular file."""
 
     name = "file"

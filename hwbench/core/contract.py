@@ -14,6 +14,7 @@ version changed. The plugin host asks two things of every plugin it loads:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hwbench.core.device import Device, RunRequest, takes_overrides
@@ -109,7 +110,7 @@ class Contract1Adapter(Device):
         return dict(getattr(legacy(mode), "parameters", None) or {})
 
     def executor(self, request: RunRequest) -> Executor:
-        legacy = self._legacy("executor")
+        legacy: Callable[..., Executor] = self._legacy("executor")
         params = _parameters(legacy)
         takes_any = any(p.kind == p.VAR_KEYWORD for p in params)
         names = {p.name for p in params}

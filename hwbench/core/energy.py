@@ -139,7 +139,7 @@ def _why(exc: BaseException, zone: Path) -> tuple[DomainStatus, str]:
 def nvml_counters() -> tuple[list[_Counter], list[_Broken]]:
     """Per-GPU total-energy counters through NVML, if ``pynvml`` is installed and a driver answers."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         return [], [_Broken("nvml", "not available", "pynvml (package nvidia-ml-py) is not installed")]
     try:
@@ -153,7 +153,7 @@ def nvml_counters() -> tuple[list[_Counter], list[_Broken]]:
         handle = pynvml.nvmlDeviceGetHandleByIndex(i)
 
         def read(h: Any = handle) -> float:
-            return pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3
+            return float(pynvml.nvmlDeviceGetTotalEnergyConsumption(h)) / 1e3  # mJ, an int
 
         try:
             read()

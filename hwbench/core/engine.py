@@ -68,7 +68,7 @@ class Executor(ABC):
 
     setup_s: float = 0.0
     engine_name: str = "unknown"
-    dtype: str = "float32"
+    dtype: str | np.dtype[Any] = "float32"  # a name or a numpy dtype: results record str(dtype)
     detail: str = ""
 
     @abstractmethod
@@ -88,7 +88,7 @@ class Engine(ABC):
         library is missing here, and every executor it returns carries the engine's name into
         results, without each ``build`` having to remember either."""
         super().__init_subclass__(**kwargs)
-        build = cls.__dict__.get("build")
+        build: Callable[..., Executor] | None = cls.__dict__.get("build")
         if build is None or getattr(build, "_names_executor", False):
             return
 

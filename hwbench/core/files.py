@@ -36,7 +36,7 @@ from hwbench.core import interrupts
 from hwbench.core.errors import UnavailableError, UsageError
 
 LOCK_NAME = ".hwbench.lock"
-Writer = Callable[[BinaryIO], None]
+Writer = Callable[[BinaryIO], object]  # its return value (e.g. a byte count) is ignored
 
 
 def _existing_ancestor(path: Path) -> Path:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 @hookspec
-def hwbench_devices() -> list[Device]:
+def hwbench_devices() -> list[Device]:  # type: ignore[empty-body]  # a spec: pluggy never runs its body
     """Return the devices this plugin provides.
 
     :returns: a list of :class:`hwbench.api.Device`, each with a unique ``spec.name``.
@@ -49,7 +49,7 @@ def hwbench_devices() -> list[Device]:
 
 
 @hookspec
-def hwbench_kernels() -> list[Kernel]:
+def hwbench_kernels() -> list[Kernel]:  # type: ignore[empty-body]  # a spec: pluggy never runs its body
     """Return the kernels this plugin provides.
 
     :returns: a list of :class:`hwbench.api.Kernel`, each with a unique ``info.name``, written
@@ -65,7 +65,7 @@ def hwbench_kernels() -> list[Kernel]:
 
 
 @hookspec
-def hwbench_metrics() -> list[Metric]:
+def hwbench_metrics() -> list[Metric]:  # type: ignore[empty-body]  # a spec: pluggy never runs its body
     """Return the metrics this plugin provides.
 
     :returns: a list of :class:`hwbench.api.Metric`, each with a unique ``info.name``.
@@ -83,7 +83,7 @@ def hwbench_metrics() -> list[Metric]:
 
 
 @hookspec
-def hwbench_engines() -> list[Engine]:
+def hwbench_engines() -> list[Engine]:  # type: ignore[empty-body]  # a spec: pluggy never runs its body
     """Return the execution engines this plugin provides.
 
     :returns: a list of :class:`hwbench.api.Engine`, each with a unique ``name``. ``available()``

@@ -112,7 +112,7 @@ class RunResult(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
     timing: Timing
     profile: str | None = Field(None, description="numerics profile name when emulated")
-    workload: dict = Field(default_factory=dict, description="kernel, size, seed, connected, overrides")
+    workload: dict[str, Any] = Field(default_factory=dict, description="kernel, size, seed, connected, overrides")
     sample_interval_ms: float
     probe: str
     probe_cells: list[int] = Field(
@@ -142,9 +142,9 @@ class RunResult(BaseModel):
 class BenchResult(BaseModel):
     schema_: Literal["hwbench.bench/1"] = Field("hwbench.bench/1", alias="schema")
     provenance: Provenance = Field(default_factory=Provenance)
-    protocol: dict = Field(description="sizes, simulated ms, repeats, steps fused per call")
+    protocol: dict[str, Any] = Field(description="sizes, simulated ms, repeats, steps fused per call")
     timings: list[Timing]
-    skipped: list[dict] = Field(default_factory=list, description="configurations refused, with reason")
+    skipped: list[dict[str, Any]] = Field(default_factory=list, description="configurations refused, with reason")
 
     model_config = {"populate_by_name": True}
 

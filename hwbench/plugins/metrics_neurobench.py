@@ -124,7 +124,9 @@ class ActivationSparsity(Metric):
 
     def compute(self, **data: Any) -> dict[str, float]:
         a = data.get("activity")
-        total = 0 if a is None else sum(layer.outputs for layer in a.layers)
+        if a is None:
+            return {}
+        total = sum(layer.outputs for layer in a.layers)
         if not total:
             return {}
         return {"sparsity": (total - sum(layer.spikes for layer in a.layers)) / total}

@@ -140,8 +140,8 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
         body = f"<p>{esc(p.get('description'))} <span class='muted'>{esc(p.get('reduced') or '')}</span></p>"
         body += f"<p>regime: {esc(p.get('regime'))}; protocol verdict: <b>{esc(p.get('verdict'))}</b></p>"
         body += verdicts + table(headers, [_run_row(r) for r in runs])
-        devs = [(r["label"], (r.get("deviation") or {}).get("max")) for r in runs]
-        devs = [(label, v) for label, v in devs if isinstance(v, (int, float)) and v > 0]
+        maxima = [(r["label"], (r.get("deviation") or {}).get("max")) for r in runs]
+        devs = [(label, v) for label, v in maxima if isinstance(v, (int, float)) and v > 0]
         if devs:
             ylabel = f"max |dV| versus the CPU fp32 reference ({unit or 'probe units'}, log)"
             uri = charts.bar_chart([d[0] for d in devs], [d[1] for d in devs], title=f"{p['name']}: max |dV| per run",

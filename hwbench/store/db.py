@@ -7,6 +7,7 @@ SQLite is opened in WAL mode with a busy timeout, and every transaction starts `
 
 from __future__ import annotations
 
+import builtins  # Store.list shadows the name list in the class body's annotations
 import datetime as _dt
 import sqlite3
 import time
@@ -214,7 +215,7 @@ class Store:
             rows = conn.execute(self._select(filters, columns)).all()
         return [StoredResult.from_row(r._mapping) for r in rows]
 
-    def timing_history(self, filters: Filters) -> list[TimingPoint]:
+    def timing_history(self, filters: Filters) -> builtins.list[TimingPoint]:
         """Every timed configuration of the matching results, oldest first: the history plot's points."""
         matching = self._select(filters, [results.c.id]).subquery()
         query = (
@@ -246,29 +247,40 @@ class Store:
             raise UsageError("no stored result matches those filters (see 'hwbench results list')")
         return self.get(found[0].id)
 
-    def export(self, filters: Filters) -> list[StoredResult]:
+    def export(self, filters: Filters) -> builtins.list[StoredResult]:
         with self.engine.connect() as conn:
             ids = conn.execute(self._select(filters, [results.c.id])).scalars().all()
         return [self.get(i) for i in ids]
 
-    def import_records(self, records: list[StoredResult]) -> ImportSummary:
-        """Add records from an export; a record whose uid is already here is skipped (idempotent)."""
+    def import_records(self, records: builtins.list[StoredResult]) -> ImportSummary:
+        """Add records from an export; a record whose uid is already here is skipped (idempotent).
+
+        Every record must carry its document and environment (as ``export`` writes them; ``list``
+        leaves them out): otherwise nothing is added and the answer names the first such record.
+        """
+        complete = [(r, r.document, r.environment) for r in records]
+        missing = [r.uid for r, doc, env in complete if doc is None or env is None]
+        if missing:
+            raise UsageError(
+                f"{len(missing)} record(s) have no document or environment (first: uid {missing[0]}); "
+                "import what 'hwbench results export' writes"
+            )
         summary = ImportSummary()
         with self.engine.connect() as conn:
             query = select(results.c.uid).where(results.c.uid.in_([r.uid for r in records]))
             known = set(conn.execute(query).scalars())
-        for rec in records:
+        for rec, document, environment in complete:
             if rec.uid in known:
                 summary.skipped += 1
-                continue
-            summary.added.append(self.record(rec.document, rec.environment, tuple(rec.tags), uid=rec.uid))
+            elif document is not None and environment is not None:  # checked above
+                summary.added.append(self.record(document, environment, tuple(rec.tags), uid=rec.uid))
         return summary
 
     def count(self) -> int:
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(results)).scalar_one())
 
-    def delete(self, ids: list[int]) -> None:
+    def delete(self, ids: builtins.list[int]) -> None:
         with self.engine.begin() as conn:
             conn.execute(delete(results).where(results.c.id.in_(ids)))
 

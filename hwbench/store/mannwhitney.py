@@ -57,7 +57,8 @@ def u_distribution(m: int, n: int) -> np.ndarray:
             counts[j : j + len(rows[j])] += rows[j]  # ... or from the m-side: it beats all j others
             new.append(counts)
         rows = new
-    return rows[n] / rows[n].sum()
+    pmf: np.ndarray = rows[n] / rows[n].sum()
+    return pmf
 
 
 def mann_whitney_u(x: np.ndarray, y: np.ndarray) -> MannWhitneyResult:

@@ -30,7 +30,8 @@ class StoredResult(BaseModel):
     document: dict[str, Any] | None = None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> StoredResult:
+    def from_row(cls, row: Mapping[Any, Any]) -> StoredResult:
+        # Any keys: SQLAlchemy's RowMapping is typed as keyed by name or column; it iterates names
         data = dict(row)
         if isinstance(data.get("tags"), str):
             data["tags"] = [t for t in data["tags"].split(",") if t]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -74,7 +74,7 @@ def compare_samples(
     if len(a) == 0 or len(b) == 0 or np.any(a <= 0) or np.any(b <= 0):
         raise ValueError(f"{config}: timing samples must be positive and non-empty")
     ratio = float(np.median(b) / np.median(a))
-    common = {
+    common: dict[str, Any] = {  # the fields both outcomes share
         "config": config,
         "baseline_n": len(a),
         "candidate_n": len(b),

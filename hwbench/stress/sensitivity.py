@@ -15,16 +15,16 @@ gives, per group and width, how the verdicts split over seeds (network realisati
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hwbench.accuracy.verdict import Verdict, combine
 from hwbench.core.results import Provenance
 from hwbench.stress.sweep_cell import CellOutcome
-from hwbench.stress.sweep_spec import SweepSpec
+from hwbench.stress.sweep_spec import Scalar, SweepSpec
 
-SCHEMA = "hwbench.sweep/1"
+SCHEMA: Final = "hwbench.sweep/1"
 
 
 class WidthRow(BaseModel):
@@ -85,14 +85,18 @@ class SweepResult(BaseModel):
     seeds: list[SeedSplit]
 
 
-def _axis(o: CellOutcome) -> tuple[str, str | None, str, str, int]:
+# (device, mode, group, rounding, dt): the cells that differ only in width
+_Axis = tuple[str, str | None, str, str, int]
+
+
+def _axis(o: CellOutcome) -> _Axis:
     c = o.cell
     return (c.device, c.mode, c.group, c.rounding.value, c.dt)
 
 
 def sensitivity(outcomes: list[CellOutcome]) -> list[WidthRow]:
     """Per op-class group, the tolerated width and the first failing one (cells with op formats only)."""
-    by_axis: dict[tuple, dict[int, list[CellOutcome]]] = defaultdict(lambda: defaultdict(list))
+    by_axis: dict[_Axis, dict[int, list[CellOutcome]]] = defaultdict(lambda: defaultdict(list))
     for o in outcomes:
         if o.cell.ops and o.status == "done" and o.verdict is not None:
             by_axis[_axis(o)][int(o.cell.bits or 0)].append(o)
@@ -126,9 +130,13 @@ def sensitivity(outcomes: list[CellOutcome]) -> list[WidthRow]:
     return rows
 
 
+# (device, mode, sorted overrides, group, bits, rounding, dt): the cells that differ only in seed
+_SeedGroup = tuple[str, str | None, tuple[tuple[str, Scalar], ...], str, int | None, str, int]
+
+
 def seed_distribution(outcomes: list[CellOutcome]) -> list[SeedSplit]:
     """Per group and width (or per parameter cell), the verdict of each seed and their counts."""
-    groups: dict[tuple, list[CellOutcome]] = defaultdict(list)
+    groups: dict[_SeedGroup, list[CellOutcome]] = defaultdict(list)
     for o in outcomes:
         c = o.cell
         groups[(c.device, c.mode, tuple(sorted(c.overrides.items())), c.group, c.bits, c.rounding.value, c.dt)].append(

@@ -87,10 +87,12 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
             silence_logs=logging.ERROR,
         )
         client = Client(cluster)
+    rpc = client.scheduler
+    assert rpc is not None and rpc.address is not None  # a Client made synchronously is connected
     try:
         info = ClusterInfo(
             kind="scheduler" if scheduler else "local",
-            address=client.scheduler.address,
+            address=rpc.address,
             workers=len(client.scheduler_info().get("workers", {})),
         )
         yield client, info
@@ -191,7 +193,8 @@ def _deferred_interrupt() -> Iterator[threading.Event]:
 def _collect(future: Any, cell: Cell) -> CellOutcome:
     """The outcome of a finished future; a task that raised (or whose workers kept dying) is failed."""
     if future.status == "finished":
-        return future.result()
+        outcome: CellOutcome = future.result()  # what run_cell returned on the worker
+        return outcome
     try:
         exc = future.exception()
     except Exception as err:  # a cancelled future raises here
@@ -205,7 +208,7 @@ def _running(client: Any, pending: set[Any]) -> int:
     keys = {f.key for f in pending}
     try:
         processing = client.processing()
-        slots = sum(client.nthreads().values())
+        slots = int(sum(client.nthreads().values()))
     except Exception:
         return 0
     return min(slots, sum(1 for tasks in processing.values() for key in tasks if key in keys))

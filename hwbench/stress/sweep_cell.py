@@ -33,7 +33,7 @@ SWEEP_SOURCE = "hwbench sweep: the width under test (an assumption, by design)"
 BASE_RUNS_KEPT = 4  # scenarios whose base traces a worker keeps (a full stress scenario's are ~30 MB)
 
 
-class BaseRunCache(OrderedDict):
+class BaseRunCache(OrderedDict[tuple[Any, ...], dict[str, Any]]):
     """The reference, gold and ensemble traces of the last few scenarios this process ran.
 
     Cells that differ only in the candidate (every width of an op-class grid, for one seed) share
@@ -41,7 +41,7 @@ class BaseRunCache(OrderedDict):
     seed by seed, so a worker meets one seed's cells together.
     """
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: tuple[Any, ...], value: dict[str, Any]) -> None:
         super().__setitem__(key, value)
         while len(self) > BASE_RUNS_KEPT:
             self.popitem(last=False)

@@ -95,6 +95,9 @@ class Cell(BaseModel):
         return "|".join(parts)
 
 
+SweepProtocol = Literal["validation", "stress"]
+
+
 class SweepSpec(BaseModel):
     """The axes of a sweep (a full grid: every combination), or an explicit list of ``cells``."""
 
@@ -102,7 +105,7 @@ class SweepSpec(BaseModel):
 
     kernel: str | None = Field(None, description="the kernel audited (default: hwbench's default kernel)")
     devices: list[str] = Field(default_factory=lambda: ["cpu:fp32"], min_length=1)
-    protocols: list[Literal["validation", "stress"]] = Field(default_factory=lambda: ["stress"], min_length=1)
+    protocols: list[SweepProtocol] = Field(default_factory=lambda: list[SweepProtocol](["stress"]), min_length=1)
     quick: bool = False
     sets: dict[str, list[Scalar]] = Field(default_factory=dict, description="--set key -> values to try")
     grid: list[OpGrid] = Field(default_factory=list)

@@ -9,10 +9,20 @@ import numpy as np
 from hwbench.accuracy.numerics.formats import FloatFormat, get_format
 
 
+def _float_format(fmt: FloatFormat | str) -> FloatFormat:
+    """``fmt`` itself, or the float preset it names (a fixed-point name has no ulp: refused)."""
+    if not isinstance(fmt, str):
+        return fmt
+    found = get_format(fmt)
+    if not isinstance(found, FloatFormat):
+        raise ValueError(f"'{fmt}' is a fixed-point format: ulps are defined for float formats only")
+    return found
+
+
 def ulp_distance(actual: Any, expected: Any, fmt: FloatFormat | str) -> np.ndarray:
     """|actual - expected| in units of the ulp of ``fmt`` at ``expected`` (inf where non-finite
     values differ, 0 where both are the same non-finite value)."""
-    fmt = get_format(fmt) if isinstance(fmt, str) else fmt
+    fmt = _float_format(fmt)
     a = np.asarray(actual, dtype=np.float64)
     e = np.asarray(expected, dtype=np.float64)
     ulp = np.asarray(fmt.ulp(e), dtype=np.float64)
@@ -24,7 +34,7 @@ def ulp_distance(actual: Any, expected: Any, fmt: FloatFormat | str) -> np.ndarr
 
 def assert_within_ulps(actual: Any, expected: Any, fmt: FloatFormat | str, ulps: float = 1.0) -> None:
     """Every element of ``actual`` within ``ulps`` ulps (of ``fmt``) of ``expected``."""
-    fmt_obj = get_format(fmt) if isinstance(fmt, str) else fmt
+    fmt_obj = _float_format(fmt)
     dist = ulp_distance(actual, expected, fmt_obj)
     if dist.size and dist.max() > ulps:
         bad = np.argwhere(dist > ulps)

@@ -78,7 +78,7 @@ def register_plugin(hwbench_registry: Any) -> Callable[..., Any]:
     extra: dict[str, object] = {}
 
     def register(plugin: object, name: str | None = None) -> Any:
-        extra[name or getattr(plugin, "__name__", repr(plugin))] = plugin
+        extra[name or str(getattr(plugin, "__name__", repr(plugin)))] = plugin
         plugins._cached = plugins.load_registry(extra=extra)
         return plugins._cached
 

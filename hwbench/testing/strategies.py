@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from hypothesis import strategies as st
@@ -58,7 +58,7 @@ def format_values(draw: st.DrawFn, fmt: FloatFormat, kind: str | None = None) ->
 
 
 @st.composite
-def numerics_profiles(draw: st.DrawFn, carrier: str = "float32") -> NumericsProfile:
+def numerics_profiles(draw: st.DrawFn, carrier: Literal["float32", "float64"] = "float32") -> NumericsProfile:
     """Valid, cited profiles over random op classes, formats and rounding modes."""
     classes = draw(st.lists(st.sampled_from(list(OpClass)), unique=True, max_size=6))
     ops = {}
@@ -84,4 +84,9 @@ def workloads(kernel: Any, sizes: list[int], seeds: st.SearchStrategy[int] | Non
 
 def float32_bit_patterns() -> st.SearchStrategy[np.float32]:
     """Every float32 bit pattern class: normals, subnormals, zeros, infinities, NaNs."""
-    return st.integers(0, 2**32 - 1).map(lambda b: np.array(b, dtype=np.uint32).view(np.float32)[()])
+    return st.integers(0, 2**32 - 1).map(_float32_from_bits)
+
+
+def _float32_from_bits(bits: int) -> np.float32:
+    """The float32 whose bit pattern is ``bits`` (NaN payloads and signs kept)."""
+    return np.float32(np.array(bits, dtype=np.uint32).view(np.float32))

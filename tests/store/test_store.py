@@ -105,3 +105,13 @@ def test_export_import_round_trip(store, environment, tmp_path) -> None:
     summary = other.import_records(again)  # idempotent: uids already there
     assert summary.added == [] and summary.skipped == 3
     assert sorted(r.uid for r in other.list(Filters(tag="x"))) == sorted(store.get(i).uid for i in ids)
+
+
+def test_import_refuses_records_without_their_document(store, environment, tmp_path) -> None:
+    """An export whose record lost its document (``"document": null``) is a usage error, not a crash."""
+    store.record(bench_doc([1.0]), environment, ("x",))
+    listed = store.list(Filters(limit=None))  # list() leaves documents out
+    other = Store(resolve_location(str(tmp_path / "other.sqlite")))
+    with pytest.raises(UsageError, match=r"1 record\(s\) have no document or environment"):
+        other.import_records(listed)
+    assert other.count() == 0

@@ -73,6 +73,14 @@ def test_assert_within_ulps_message_names_the_worst_element():
     assert ulp_distance(np.nan, np.nan, fmt) == 0.0
 
 
+def test_ulp_distance_refuses_a_fixed_point_format_by_name():
+    """A fixed-point preset has no ulp: a clear refusal, not an AttributeError from inside."""
+    with pytest.raises(ValueError, match=r"s16\.15.*fixed-point"):
+        ulp_distance(1.0, 1.0, "s16.15")
+    with pytest.raises(ValueError, match="fixed-point"):
+        assert_within_ulps(1.0, 1.0, "s16.15")
+
+
 @settings(max_examples=300, deadline=None)
 @given(float_formats(max_mantissa_bits=16).flatmap(lambda f: format_values(f).map(lambda v: (f, v))))
 def test_strategies_give_values_that_round_within_half_an_ulp(pair):

@@ -150,7 +150,7 @@ class JaxOps:
         self._jnp = jnp
         self.dtype = np.dtype(dtype)
         self.scatter = scatter
-        self._plans: dict[int, tuple[np.ndarray, Any]] = {}
+        self._plans: dict[int, tuple[np.ndarray, tuple[str, Any]]] = {}  # id(index): (index, (strategy, plan))
         self._gather_plans: dict[tuple[int, int], tuple[np.ndarray, PassPlan | None]] = {}
 
     def asarray(self, x: Any) -> Any:
@@ -379,6 +379,8 @@ class JaxTuning:
 
 class JaxExecutor(Executor):
     """A compiled sample loop plus the device-resident parameters of one build."""
+
+    dtype: np.dtype[Any]
 
     def __init__(
         self, kernel: Kernel, workload: Workload, dtype: np.dtype, sample_every: int, ops: Any, tuning: JaxTuning

@@ -9,6 +9,7 @@ would accumulate in float64 and make float32 look more accurate than it is).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,9 @@ from hwbench.core.engines import _loop
 from hwbench.core.kernel import Kernel, Workload
 
 
-def conv2d_im2col(x: np.ndarray, w: np.ndarray, padding: tuple[int, int], matmul: Any) -> np.ndarray:
+def conv2d_im2col(
+    x: np.ndarray, w: np.ndarray, padding: tuple[int, int], matmul: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> np.ndarray:
     """Stride-1 NHWC x HWIO cross-correlation as ``patches @ w.reshape(fh*fw*c, kf)``.
 
     The patch matrix is a copy of input values (no arithmetic), so the result is one matrix
@@ -116,6 +119,8 @@ class NumpyOps:
 
 class NumpyExecutor(Executor):
     """Runs ``kernel.step`` in a Python loop; state and outputs are host numpy arrays throughout."""
+
+    dtype: np.dtype[Any]
 
     def __init__(self, kernel: Kernel, workload: Workload, dtype: np.dtype, sample_every: int, ops: Any) -> None:
         self.kernel = kernel

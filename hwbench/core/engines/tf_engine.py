@@ -186,7 +186,8 @@ def pack_state(kg: KernelGraph, parts: list[np.ndarray]) -> Any:
 def sum_blocks(kg: KernelGraph, per_block: list[np.ndarray]) -> np.ndarray:
     """Counter totals over the blocks of a call (int64: a long run overflows int32 counts)."""
     width = len(kg.counter_names)
-    return np.asarray(per_block, dtype=np.int64).reshape(len(per_block), width).sum(axis=0)
+    totals: np.ndarray = np.asarray(per_block, dtype=np.int64).reshape(len(per_block), width).sum(axis=0)
+    return totals
 
 
 def global_step(done: int, offset: int) -> int:

@@ -40,8 +40,10 @@ def int_sums(spikes: np.ndarray, weights: np.ndarray) -> np.ndarray:
     only those rows (spikes are sparse); a raster of steps: one BLAS product.
     """
     if spikes.ndim == 1:
-        return weights[np.flatnonzero(spikes)].sum(axis=0).astype(np.int64)
-    return np.matmul(spikes.astype(np.float64), weights).astype(np.int64)
+        rows: np.ndarray = weights[np.flatnonzero(spikes)].sum(axis=0)
+        return rows.astype(np.int64)
+    product: np.ndarray = np.matmul(spikes.astype(np.float64), weights)
+    return product.astype(np.int64)
 
 
 def integer_weights(w: np.ndarray) -> np.ndarray:
@@ -52,7 +54,7 @@ def integer_weights(w: np.ndarray) -> np.ndarray:
     return w.astype(np.float64)
 
 
-def saturate(x: np.ndarray, lo: int, hi: int, counts: Counter, name: str) -> np.ndarray:
+def saturate(x: np.ndarray, lo: int, hi: int, counts: Counter[str], name: str) -> np.ndarray:
     """Clamp to ``[lo, hi]``, counting the clamped elements under ``name``."""
     n = int(np.count_nonzero((x < lo) | (x > hi)))
     if n:
@@ -61,7 +63,7 @@ def saturate(x: np.ndarray, lo: int, hi: int, counts: Counter, name: str) -> np.
     return x
 
 
-def wrap(x: np.ndarray, bits: int, counts: Counter, name: str) -> np.ndarray:
+def wrap(x: np.ndarray, bits: int, counts: Counter[str], name: str) -> np.ndarray:
     """Two's-complement wrap to ``bits`` (signed), counting the elements that wrapped."""
     half = 1 << (bits - 1)
     wrapped = ((x + half) & ((1 << bits) - 1)) - half
@@ -94,7 +96,7 @@ class FixedLayer(ABC):
         """Synaptic sums of this layer's own previous-step spikes (recurrent layers only)."""
 
     @abstractmethod
-    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter) -> dict[str, np.ndarray]:
+    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter[str]) -> dict[str, np.ndarray]:
         """One time step: synaptic input, neuron update, threshold and reset; returns new state."""
 
 
@@ -141,7 +143,7 @@ class FixedLifExecutor(Executor):
         states = [layer.enter(d) for layer, d in zip(self.layers, self.kernel.split_state(state))]
         total = nsamples * self.sample_every
         first_ff = self.layers[0].input_ff(x) if total else None
-        counts: Counter = Counter()
+        counts: Counter[str] = Counter()
         probes = np.zeros((nsamples, self.layers[-1].n), dtype=np.float64)
         for k in range(total):
             for j, layer in enumerate(self.layers):

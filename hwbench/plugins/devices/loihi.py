@@ -79,10 +79,11 @@ DEFAULT_PARAMETERS: dict[str, Any] = {"vth_max": 2048, "a_in_overflow": "saturat
 def decay(x: np.ndarray, decay_const: int | np.ndarray) -> np.ndarray:
     """``sign(y) * (|y| >> 12)`` with ``y = x * (4096 - decay_const)``: truncation toward zero."""
     y = np.asarray(x, np.int64) * (DECAY_UNITY - np.asarray(decay_const, np.int64))
-    return np.sign(y) * (np.abs(y) >> DECAY_SHIFT)
+    decayed: np.ndarray = np.sign(y) * (np.abs(y) >> DECAY_SHIFT)
+    return decayed
 
 
-def wrap_current(u: np.ndarray, counts: Counter) -> np.ndarray:
+def wrap_current(u: np.ndarray, counts: Counter[str]) -> np.ndarray:
     """Lava's 24-bit wrap of the current: ``u > 2^23 -> u - 2^24``, then ``<= -2^23 -> u + 2^24``.
 
     This keeps ``+2^23`` itself (one value outside two's complement) and maps ``-2^23`` to
@@ -104,8 +105,8 @@ def effective_bias(mant: int | np.ndarray, exp: int | np.ndarray) -> np.ndarray:
     (Lava PR #330), so even the largest bias, 4095 << 7, does not overflow; the int16 overflow of
     Lava issue #329 was in earlier versions.
     """
-    mant, exp = np.asarray(mant, np.int64), np.asarray(exp, np.int64)
-    return np.where(exp >= 0, mant << np.maximum(exp, 0), mant >> np.maximum(-exp, 0))
+    m, e = np.asarray(mant, np.int64), np.asarray(exp, np.int64)
+    return np.where(e >= 0, m << np.maximum(e, 0), m >> np.maximum(-e, 0))
 
 
 def lif_step(
@@ -117,7 +118,7 @@ def lif_step(
     dv: int,
     bias: int | np.ndarray,
     vth: int,
-    counts: Counter,
+    counts: Counter[str],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One step of ``PyLifModelBitAcc``: returns ``(u, v_before_reset, spikes)``.
 
@@ -214,7 +215,7 @@ class LoihiLayer(FixedLayer):
         self.exp_ff = weight_exponent(layer.w_ff * scale)
         self.w_ff = quantise_weights(layer.w_ff * scale, self.exp_ff)
         self.has_rec = layer.w_rec is not None
-        if self.has_rec:
+        if layer.w_rec is not None:
             self.exp_rec = weight_exponent(layer.w_rec * scale)
             self.w_rec = quantise_weights(layer.w_rec * scale, self.exp_rec)
             self._rec = integer_weights(self.w_rec)
@@ -243,7 +244,7 @@ class LoihiLayer(FixedLayer):
     def input_rec(self, spikes: np.ndarray) -> np.ndarray:
         return shift_sums(int_sums(spikes, self._rec), self.exp_rec)
 
-    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter) -> dict[str, np.ndarray]:
+    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter[str]) -> dict[str, np.ndarray]:
         a_in = ff if rec is None else ff + rec
         if self.a_in_overflow == "saturate":
             a_in = saturate(a_in, A_IN_MIN, A_IN_MAX, counts, "a_in_saturated")

@@ -100,7 +100,7 @@ DEFAULT_PARAMETERS: dict[str, Any] = {"voltage_scale": 16.0, "ring_buffer_sigma"
 # ------------------------------------------------------------------------------------------
 # sPyNNaker's fixed-point arithmetic (raw int64 carriers of 32-bit values)
 # ------------------------------------------------------------------------------------------
-def mul_round_nearest(x: np.ndarray, y: np.ndarray | int, counts: Counter) -> np.ndarray:
+def mul_round_nearest(x: np.ndarray, y: np.ndarray | int, counts: Counter[str]) -> np.ndarray:
     """``__stdfix_smul_k_round_nearest``: ``sat32(((x y) >> 15) + ((x y >> 14) & 1))``.
 
     Ties round up (toward +inf); -1.0 * -1.0 in s0.31 terms (both INT32_MIN) gives INT32_MAX.
@@ -112,7 +112,7 @@ def mul_round_nearest(x: np.ndarray, y: np.ndarray | int, counts: Counter) -> np
     return saturate(r, INT32_MIN, INT32_MAX, counts, "mul_saturated")
 
 
-def mul_truncate(x: np.ndarray, y: np.ndarray | int, counts: Counter) -> np.ndarray:
+def mul_truncate(x: np.ndarray, y: np.ndarray | int, counts: Counter[str]) -> np.ndarray:
     """A stdfix accum multiply that drops the low 15 bits (arithmetic shift: toward -inf), wrapping."""
     p = np.asarray(x, np.int64) * np.asarray(y, np.int64)
     return wrap(p >> 15, 32, counts, "mul_wrapped")
@@ -124,7 +124,7 @@ def decay_s1615(x: np.ndarray, d: int) -> np.ndarray:
 
 
 def lif_update(
-    v: np.ndarray, i_in: np.ndarray, *, r: int, exp_tc: int, v_rest: int, mul: Any, counts: Counter
+    v: np.ndarray, i_in: np.ndarray, *, r: int, exp_tc: int, v_rest: int, mul: Any, counts: Counter[str]
 ) -> np.ndarray:
     """``lif_neuron_closed_form``; every sum wraps as a non-saturating 32-bit accum would."""
     alpha = wrap(mul(i_in, r, counts) + v_rest, 32, counts, "accum_wrapped")
@@ -179,9 +179,9 @@ class SpinnakerLayer(FixedLayer):
         self.thr = round(layer.thr * self.scale)
         self.zero_reset = layer.reset == "zero"
         self.has_current = layer.alpha is not None
-        self.exp_synapse = self.has_current and layer.alpha > 0.0
+        a = layer.alpha or 0.0  # no current (None), or one with no memory (0): no synaptic decay
+        self.exp_synapse = a > 0.0
         if self.exp_synapse:
-            a = float(layer.alpha)
             self.decay = to_u032(a)
             self.init = to_u032((1.0 - a) / -math.log(a)) if a < 1.0 else to_u032(1.0)
             w_unit = self.scale / (self.init / 2.0**32)  # raw input per float unit, before init
@@ -191,7 +191,7 @@ class SpinnakerLayer(FixedLayer):
         self.has_rec = layer.w_rec is not None
         # feed-forward and recurrent synapses share the population's ring buffers (one per type)
         w, rates = layer.w_ff, pre_rates
-        if self.has_rec:
+        if layer.w_rec is not None:
             w = np.vstack([layer.w_ff, layer.w_rec])
             rates = np.concatenate([pre_rates, np.full(layer.n, float(params["lif_source_rate"]))])
         sigma = float(params["ring_buffer_sigma"])
@@ -223,10 +223,11 @@ class SpinnakerLayer(FixedLayer):
         return sums[..., : self.n], sums[..., self.n :]
 
     def input_rec(self, spikes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        assert self._rec is not None, "input_rec is called for layers with recurrent weights only"
         sums = int_sums(spikes, self._rec)
         return sums[..., : self.n], sums[..., self.n :]
 
-    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter) -> dict[str, np.ndarray]:
+    def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter[str]) -> dict[str, np.ndarray]:
         exc, inh = ff if rec is None else (ff[0] + rec[0], ff[1] + rec[1])
         exc = saturate(exc, 0, RING_MAX, counts, "ring_buffer_saturated") << self.shift_exc
         inh = saturate(inh, 0, RING_MAX, counts, "ring_buffer_saturated") << self.shift_inh

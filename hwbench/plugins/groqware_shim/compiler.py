@@ -58,7 +58,8 @@ def _profile_dict(numerics: Any) -> dict[str, Any]:
         numerics = NumericsProfile.from_json(json.dumps(numerics), origin="numerics flag")
     if not isinstance(numerics, NumericsProfile):
         raise UsageError(f"numerics must be a NumericsProfile, its JSON, or None; got {type(numerics).__name__}")
-    return json.loads(numerics.to_json())
+    profile: dict[str, Any] = json.loads(numerics.to_json())
+    return profile
 
 
 def _streamed_values(model: Any) -> int:

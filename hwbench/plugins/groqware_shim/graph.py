@@ -30,7 +30,8 @@ NONDETERMINISTIC = {
 }
 
 
-def one_line(text: str) -> str:
+def one_line(text: object) -> str:
+    """``str(text)`` (an exception too) with its whitespace runs, newlines included, made one space."""
     return " ".join(str(text).split())
 
 

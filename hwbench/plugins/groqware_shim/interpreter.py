@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -104,7 +105,8 @@ def raw_ops(backend: str, dtype: Any) -> Any:
     class ExactJaxOps(JaxOps):
         """JAX ops whose matmul never drops to TF32/bf16 passes on a GPU or TPU host."""
 
-        def matmul(self, a: Any, b: Any) -> Any:
+        def matmul(self, a: Any, b: Any, precision: str | None = None) -> Any:
+            """Always ``HIGHEST``: the hint ``precision`` is ignored, as the numpy gold ignores it."""
             return self._jnp.matmul(a, b, precision=self._jax.lax.Precision.HIGHEST)
 
     return ExactJaxOps(dtype)
@@ -218,11 +220,12 @@ class GraphInterpreter:
 
     def evaluate(self, feeds: dict[str, Any], constants: dict[str, Any]) -> dict[str, Any]:
         """Run every node (traceable by JAX); returns the graph outputs as engine arrays."""
-        from hwbench.accuracy.numerics.emulate import emulating_ops
+        from hwbench.accuracy.numerics.emulate import EmulatingOps, emulating_ops
         from hwbench.core.engine import SteppedOps
 
         raw = raw_ops(self.backend, self.dtype)
         ops = emulating_ops(self.profile, counters=False)(raw) if self.profile is not None else raw
+        store = ops.store if isinstance(ops, EmulatingOps) else None  # graph outputs leave rounded
         ev = _Evaluator(ops, raw, self.backend)
         if self.onehot_plans:
             from hwbench.plugins.groqware_shim.onehot import MatrixUnit
@@ -259,8 +262,8 @@ class GraphInterpreter:
         outs = {}
         for name in self.outputs:
             value = env[name]
-            if ev.emulating and ev.is_float(value) and name in dynamic:
-                value = ops.store(value)
+            if store is not None and ev.is_float(value) and name in dynamic:
+                value = store(value)
             outs[name] = ev.unwrap(value)
         return outs
 
@@ -323,73 +326,96 @@ class _Evaluator:
 
     # --- dispatch --------------------------------------------------------------------------
     def run(self, node: Any, args: list[Any], attrs: dict[str, Any], flags: list[bool]) -> list[Any]:
-        op = node.op_type
-        dyn = any(flags)
-        chip = self.chip(args, flags)
-        if op in _ARITH:
-            if chip:
-                return [_ARITH[op](self.emu(args[0], flags[0]), self.emu(args[1], flags[1]))]
-            return [self.native_arith(op, args)]
-        if op == "Pow":
-            return [self.power(args, flags, chip)]
-        if op in _COMPARE:
-            if chip:  # booleans are exact; the comparison itself is the COMPARE class
-                return [self.unwrap(_COMPARE[op](self.emu(args[0], flags[0]), self.emu(args[1], flags[1])))]
-            xp = self.xp_for(args)
-            fn = {
-                "Less": xp.less,
-                "Greater": xp.greater,
-                "LessOrEqual": xp.less_equal,
-                "GreaterOrEqual": xp.greater_equal,
-                "Equal": xp.equal,
-            }[op]
-            return [fn(self.unwrap(args[0]), self.unwrap(args[1]))]
-        if op in _LOGIC:
-            return [getattr(self.xp_for(args), _LOGIC[op])(self.unwrap(args[0]), self.unwrap(args[1]))]
-        if op == "Not":
-            return [self.xp_for(args).logical_not(self.unwrap(args[0]))]
-        if op in _UNARY_OPS:
-            if chip:
-                return [getattr(self.ops, _UNARY_OPS[op])(self.wrap(args[0]))]
-            return [getattr(self.xp_for(args), _UNARY_OPS[op])(self.unwrap(args[0]))]
-        if op == "Neg":
-            return [-self.wrap(args[0]) if chip else -self.unwrap(args[0])]
-        if op == "Abs":
-            return [self.ops.abs(self.wrap(args[0])) if chip else self.xp_for(args).abs(self.unwrap(args[0]))]
-        if op == "Reciprocal":
-            if chip:
-                return [1.0 / self.wrap(args[0])]
-            return [self.xp_for(args).divide(np.asarray(1, dtype=self.unwrap(args[0]).dtype), self.unwrap(args[0]))]
-        if op in ("Min", "Max"):
-            return [self.min_max(op, args, flags, chip)]
-        if op == "Where":
-            if chip:
-                return [self.ops.where(self.unwrap(args[0]), self.emu(args[1], flags[1]), self.emu(args[2], flags[2]))]
-            return [self.xp_for(args).where(*(self.unwrap(a) for a in args))]
-        if op == "MatMul":
-            if chip:
-                return [self.ops.matmul(self.emu(args[0], flags[0]), self.emu(args[1], flags[1]))]
-            return [self.xp_for(args).matmul(self.unwrap(args[0]), self.unwrap(args[1]))]
-        if op in ("ReduceSum", "ReduceMax", "ReduceMin"):
-            return [self.reduce(op, args, attrs, chip, dyn)]
-        if op == "Cast":
-            return [self.cast(args[0], attrs["to"], dyn)]
-        if op == "Gather":
-            return [self.gather(args, attrs, chip, dyn)]
-        if op == "Shape":
-            shape = np.asarray(np.shape(self.unwrap(args[0])), dtype=np.int64)
-            return [shape[attrs.get("start", 0) : attrs.get("end", len(shape))]]
-        if op == "Size":
-            return [np.asarray(np.size(self.unwrap(args[0])), dtype=np.int64)]
-        if op == "ConstantOfShape":
-            from onnx import numpy_helper
+        """The node's results: its op's handler from :data:`_HANDLERS` (data movement otherwise)."""
+        call = _Call(node.op_type, args, attrs, flags, self.chip(args, flags), any(flags))
+        handler = _HANDLERS.get(call.op)
+        if handler is None:
+            return self.move(call.op, args, attrs, call.dyn)
+        return handler(self, call)
 
-            fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
-            shape = tuple(int(s) for s in self.host(args[0], "ConstantOfShape's shape"))
-            return [np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)]
-        if op == "Constant":
-            return [self.constant(attrs)]
-        return self.move(op, args, attrs, dyn)
+    def _operand(self, call: _Call, i: int) -> Any:
+        """Argument ``i`` as an emulated operation takes it (see :meth:`emu`)."""
+        return self.emu(call.args[i], call.flags[i])
+
+    def _arith(self, call: _Call) -> list[Any]:
+        if call.chip:
+            return [_ARITH[call.op](self._operand(call, 0), self._operand(call, 1))]
+        return [self.native_arith(call.op, call.args)]
+
+    def _pow(self, call: _Call) -> list[Any]:
+        return [self.power(call.args, call.flags, call.chip)]
+
+    def _compare(self, call: _Call) -> list[Any]:
+        if call.chip:  # booleans are exact; the comparison itself is the COMPARE class
+            return [self.unwrap(_COMPARE[call.op](self._operand(call, 0), self._operand(call, 1)))]
+        fn = getattr(self.xp_for(call.args), _COMPARE_FUNCTIONS[call.op])
+        return [fn(self.unwrap(call.args[0]), self.unwrap(call.args[1]))]
+
+    def _logic(self, call: _Call) -> list[Any]:
+        fn = getattr(self.xp_for(call.args), _LOGIC[call.op])
+        return [fn(self.unwrap(call.args[0]), self.unwrap(call.args[1]))]
+
+    def _not(self, call: _Call) -> list[Any]:
+        return [self.xp_for(call.args).logical_not(self.unwrap(call.args[0]))]
+
+    def _unary(self, call: _Call) -> list[Any]:
+        if call.chip:
+            return [getattr(self.ops, _UNARY_OPS[call.op])(self.wrap(call.args[0]))]
+        return [getattr(self.xp_for(call.args), _UNARY_OPS[call.op])(self.unwrap(call.args[0]))]
+
+    def _neg(self, call: _Call) -> list[Any]:
+        return [-self.wrap(call.args[0]) if call.chip else -self.unwrap(call.args[0])]
+
+    def _abs(self, call: _Call) -> list[Any]:
+        if call.chip:
+            return [self.ops.abs(self.wrap(call.args[0]))]
+        return [self.xp_for(call.args).abs(self.unwrap(call.args[0]))]
+
+    def _reciprocal(self, call: _Call) -> list[Any]:
+        if call.chip:
+            return [1.0 / self.wrap(call.args[0])]
+        x = self.unwrap(call.args[0])
+        return [self.xp_for(call.args).divide(np.asarray(1, dtype=x.dtype), x)]
+
+    def _min_max(self, call: _Call) -> list[Any]:
+        return [self.min_max(call.op, call.args, call.flags, call.chip)]
+
+    def _where(self, call: _Call) -> list[Any]:
+        if call.chip:
+            return [self.ops.where(self.unwrap(call.args[0]), self._operand(call, 1), self._operand(call, 2))]
+        return [self.xp_for(call.args).where(*(self.unwrap(a) for a in call.args))]
+
+    def _matmul(self, call: _Call) -> list[Any]:
+        if call.chip:
+            return [self.ops.matmul(self._operand(call, 0), self._operand(call, 1))]
+        return [self.xp_for(call.args).matmul(self.unwrap(call.args[0]), self.unwrap(call.args[1]))]
+
+    def _reduce(self, call: _Call) -> list[Any]:
+        return [self.reduce(call.op, call.args, call.attrs, call.chip, call.dyn)]
+
+    def _cast(self, call: _Call) -> list[Any]:
+        return [self.cast(call.args[0], call.attrs["to"], call.dyn)]
+
+    def _gather(self, call: _Call) -> list[Any]:
+        return [self.gather(call.args, call.attrs, call.chip, call.dyn)]
+
+    def _shape(self, call: _Call) -> list[Any]:
+        shape = np.asarray(np.shape(self.unwrap(call.args[0])), dtype=np.int64)
+        return [shape[call.attrs.get("start", 0) : call.attrs.get("end", len(shape))]]
+
+    def _size(self, call: _Call) -> list[Any]:
+        return [np.asarray(np.size(self.unwrap(call.args[0])), dtype=np.int64)]
+
+    def _constant_of_shape(self, call: _Call) -> list[Any]:
+        from onnx import numpy_helper
+
+        attrs = call.attrs
+        fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+        shape = tuple(int(s) for s in self.host(call.args[0], "ConstantOfShape's shape"))
+        return [np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)]
+
+    def _constant(self, call: _Call) -> list[Any]:
+        return [self.constant(call.attrs)]
 
     # --- arithmetic --------------------------------------------------------------------------
     def native_arith(self, op: str, args: list[Any]) -> Any:
@@ -484,7 +510,7 @@ class _Evaluator:
     # --- data movement (exact) -------------------------------------------------------------
     def move(self, op: str, args: list[Any], attrs: dict[str, Any], dyn: bool) -> list[Any]:
         xp = self.xp_for(args)
-        vals = [self.unwrap(a) if a is not None else None for a in args]
+        vals: list[Any] = [self.unwrap(a) if a is not None else None for a in args]
         x = vals[0]
         if op == "Identity":
             return [args[0]]
@@ -559,3 +585,50 @@ class _Evaluator:
         cuts = np.cumsum(sizes)[:-1].tolist()
         outs = xp.split(x, cuts, axis=axis)
         return [self.wrap(o) if dyn else o for o in outs]
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One node's evaluation: its op, arguments, attributes, run-time flags, and whether it runs
+    emulated (``chip``: a float op with a run-time operand) or yields a run-time value (``dyn``)."""
+
+    op: str
+    args: list[Any]
+    attrs: dict[str, Any]
+    flags: list[bool]
+    chip: bool
+    dyn: bool
+
+
+_COMPARE_FUNCTIONS = {
+    "Less": "less",
+    "Greater": "greater",
+    "LessOrEqual": "less_equal",
+    "GreaterOrEqual": "greater_equal",
+    "Equal": "equal",
+}
+"""The array-namespace function of each comparison, for native (not emulated) evaluation."""
+
+_HANDLERS: dict[str, Callable[[_Evaluator, _Call], list[Any]]] = {
+    **dict.fromkeys(_ARITH, _Evaluator._arith),
+    "Pow": _Evaluator._pow,
+    **dict.fromkeys(_COMPARE, _Evaluator._compare),
+    **dict.fromkeys(_LOGIC, _Evaluator._logic),
+    "Not": _Evaluator._not,
+    **dict.fromkeys(_UNARY_OPS, _Evaluator._unary),
+    "Neg": _Evaluator._neg,
+    "Abs": _Evaluator._abs,
+    "Reciprocal": _Evaluator._reciprocal,
+    "Min": _Evaluator._min_max,
+    "Max": _Evaluator._min_max,
+    "Where": _Evaluator._where,
+    "MatMul": _Evaluator._matmul,
+    **dict.fromkeys(("ReduceSum", "ReduceMax", "ReduceMin"), _Evaluator._reduce),
+    "Cast": _Evaluator._cast,
+    "Gather": _Evaluator._gather,
+    "Shape": _Evaluator._shape,
+    "Size": _Evaluator._size,
+    "ConstantOfShape": _Evaluator._constant_of_shape,
+    "Constant": _Evaluator._constant,
+}
+"""Each op's handler; any other op is data movement (:meth:`_Evaluator.move`)."""

@@ -188,10 +188,10 @@ class _Rewriter:
             return False
         attrs = attributes(reduce)
         if len(reduce.input) > 1 and reduce.input[1]:
-            axes = self.consts.get(reduce.input[1])
-            if axes is None:
+            axes_input = self.consts.get(reduce.input[1])
+            if axes_input is None:
                 return False
-            axes = [int(a) for a in np.ravel(axes)]
+            axes = [int(a) for a in np.ravel(axes_input)]
         else:
             axes = list(attrs.get("axes", []))
         return [a % 2 for a in axes] == [1] and attrs.get("keepdims", 1) == 0

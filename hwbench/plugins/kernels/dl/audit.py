@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -38,7 +38,8 @@ FLOAT_KINDS = ("cpu", "gpu", "tpu", "ipu", "lpu")
 # Audit shapes: the named configuration with the batch reduced (quick: more), K kept in full.
 AUDIT_CONFIG = {"gemm": "gemm_k1", "conv2d": "conv_k2", "conv2d-bw": "conv_k2", "relu": "relu_k1", "lstm": "rnn_k1"}
 AUDIT_BATCH = {"gemm": (1760, 128), "conv2d": (4, 1), "conv2d-bw": (4, 1), "relu": (64, 8), "lstm": (16, 4)}
-QUICK_DIMS = {"lstm": {"s": 10}}  # --quick: the LSTM's first 10 time steps (every step is a Python-level call)
+# --quick: the LSTM's first 10 time steps (every step is a Python-level call); shape overrides
+QUICK_DIMS: dict[str, dict[str, Any]] = {"lstm": {"s": 10}}
 
 
 @dataclass
@@ -144,7 +145,7 @@ def output_of(state: Any) -> np.ndarray:
     return np.asarray(state[0] if isinstance(state, tuple) else state, dtype=np.float64)
 
 
-def compare(out: np.ndarray, gold: np.ndarray, absgold: np.ndarray | None, model: BoundModel | None) -> dict:
+def compare(out: np.ndarray, gold: np.ndarray, absgold: np.ndarray | None, model: BoundModel | None) -> dict[str, Any]:
     """Per-element errors summarised, and the worst element against the deterministic bound."""
     err = np.abs(out - gold)
     finite = np.isfinite(out)
@@ -193,10 +194,10 @@ class Judgement:
     verdict: Verdict
     score: float
     reasons: list[str]
-    violation: dict | None = None
+    violation: dict[str, Any] | None = None
 
 
-def judge(metrics: dict, has_bound: bool) -> Judgement:
+def judge(metrics: dict[str, Any], has_bound: bool) -> Judgement:
     """FAIL on an element beyond the deterministic bound (or non-finite), naming it; else PASS."""
     if metrics["nonfinite"]:
         v = {"kind": "non-finite output", "explanation": f"{metrics['nonfinite']} non-finite output elements"}
@@ -235,7 +236,7 @@ def judge(metrics: dict, has_bound: bool) -> Judgement:
 @dataclass
 class _Run:
     summary: RunSummary
-    metrics: dict
+    metrics: dict[str, Any]
 
 
 class DLAuditor:
@@ -275,7 +276,14 @@ class DLAuditor:
             return None
         return elementwise_model(profile) if self.kernel.name == "relu" else bound_model(profile, k)
 
-    def _run(self, label: str, role: str, cand: DLCandidate, profile: NumericsProfile | None, ref: dict) -> _Run:
+    def _run(
+        self,
+        label: str,
+        role: Literal["reference", "candidate"],
+        cand: DLCandidate,
+        profile: NumericsProfile | None,
+        ref: dict[str, Any],
+    ) -> _Run:
         if self.progress:
             self.progress(f"{label}")
         wl = ref["workload"]
@@ -289,7 +297,7 @@ class DLAuditor:
             label=label,
             role=role,
             device=cand.device,
-            mode=cand.mode,  # type: ignore[arg-type]
+            mode=cand.mode,
             execution="emulated" if role == "candidate" and cand.device != "cpu" else "real",
             engine="numpy",
             profile=None if profile is None else profile.name,

@@ -43,7 +43,7 @@ class DLBenchPlan:
     scale_down: bool = False
     max_gflop: float | None = None
     half_double_batch: bool = False
-    skipped: list[dict] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def cases(self) -> list[Case]:
         return [Case(e, c, p) for e in self.engines for c in self.configs for p in self.precisions]

@@ -26,7 +26,8 @@ def np_dtype(name: str) -> np.dtype:
     if name == "bfloat16":
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        bf16: np.dtype = np.dtype(ml_dtypes.bfloat16)  # ml_dtypes' scalar types are typed as Any
+        return bf16
     return np.dtype(name)
 
 
@@ -121,7 +122,6 @@ def tf_runner(kernel: DLKernel, workload: Workload, ops: Any, dtype_name: str) -
     arrays = {k: tf.constant(v) for k, v in params.items() if np.ndim(v) > 0}
     steps = kernel.steps(workload)
 
-    @tf.function
     def program(arrs: dict[str, Any], state: Any) -> Any:
         p = {**scalars, **arrs}
         for t in range(steps):
@@ -130,7 +130,8 @@ def tf_runner(kernel: DLKernel, workload: Workload, ops: Any, dtype_name: str) -
 
     host = _host_state(workload, dtype)
     state = tuple(tf.constant(x) for x in host) if isinstance(host, tuple) else tf.constant(host)
-    return TfProgram(program, arrays, state)
+    # tf.function called, not used as a decorator: TensorFlow is untyped, so its result is Any
+    return TfProgram(tf.function(program), arrays, state)
 
 
 ENGINES = ("jax", "numpy", "tensorflow")

@@ -117,7 +117,8 @@ def offset_probabilities(r: np.ndarray, rmax: float) -> np.ndarray:
     p = np.exp(-((r / LENGTH_SCALE) ** 2))
     p = p / counts[inverse]
     p = p * radial_spacing(radii, rmax)[inverse]
-    return p / p.sum()
+    normalised: np.ndarray = p / p.sum()
+    return normalised
 
 
 def pair_counts(p: np.ndarray, total: int) -> np.ndarray:
@@ -216,4 +217,5 @@ def torus_distance(src: np.ndarray, tgt: np.ndarray, n: int) -> np.ndarray:
 
     d = np.abs(coords(src) - coords(tgt))
     d = np.minimum(d, n - d)
-    return np.sqrt((d**2).sum(axis=0))
+    dist: np.ndarray = np.sqrt((d**2).sum(axis=0))
+    return dist

@@ -13,7 +13,7 @@ Weights are drawn as PyTorch's default initialisation does, ``U(-1/sqrt(fan_in),
 
 Beyond the forward ops interface (:class:`hwbench.core.ops.Ops`) a trainer's namespace provides
 what gradients and images need (:class:`TrainOps`): ``spike`` (Heaviside forward, surrogate
-backward), ``detach`` (stop the gradient: snnTorch detaches its reset signal), ``conv2d``,
+backward), ``detach`` (stop the gradient: snnTorch detaches its reset signal), ``conv2d_nchw``,
 ``max_pool2`` and ``reshape``. The time loop belongs to the engine: a network gives its
 initial state, the first layer's current and one step.
 """
@@ -44,8 +44,8 @@ class TrainOps(Ops, Protocol):
         """``H(v)`` (``H(0) = 0``) forward; the surrogate's ``dz/dU`` backward."""
 
     def detach(self, x: Any) -> Any: ...
-    def conv2d(self, x: Any, w: Any) -> Any:
-        """NCHW input, OIHW weights, stride 1, no padding."""
+    def conv2d_nchw(self, x: Any, w: Any) -> Any:
+        """NCHW input, OIHW weights, stride 1, no padding (not :meth:`Ops.conv2d`: NHWC, padded)."""
 
     def max_pool2(self, x: Any) -> Any:
         """2x2 max-pool, stride 2, NCHW."""
@@ -137,7 +137,7 @@ def first_current(ops: TrainOps, spec: NetSpec, params: dict[str, Any], x: Any) 
     """The first population's synaptic input for input ``x`` (``(B, n_in)`` or ``(B, 1, H, W)``)."""
     if spec.net == "dsnn":
         return ops.matmul(x, params["w1"])
-    return ops.max_pool2(ops.conv2d(x, params["c1"]))
+    return ops.max_pool2(ops.conv2d_nchw(x, params["c1"]))
 
 
 def population(ops: TrainOps, spec: NetSpec, st: dict[str, Any], drive: Any, v: Any = None) -> dict[str, Any]:
@@ -155,14 +155,16 @@ def population(ops: TrainOps, spec: NetSpec, st: dict[str, Any], drive: Any, v: 
     return out
 
 
-def step(ops: TrainOps, spec: NetSpec, params: dict[str, Any], state: list[dict], cur1: Any) -> list[dict]:
+def step(
+    ops: TrainOps, spec: NetSpec, params: dict[str, Any], state: list[dict[str, Any]], cur1: Any
+) -> list[dict[str, Any]]:
     """One time step of the whole network, given the first population's current."""
     if spec.net == "dsnn":
         h = population(ops, spec, state[0], cur1, params.get("v1"))
         o = population(ops, spec, state[1], ops.matmul(h["z"], params["w2"]), params.get("v2"))
         return [h, o]
     h1 = population(ops, spec, state[0], cur1)
-    h2 = population(ops, spec, state[1], ops.max_pool2(ops.conv2d(h1["z"], params["c2"])))
+    h2 = population(ops, spec, state[1], ops.max_pool2(ops.conv2d_nchw(h1["z"], params["c2"])))
     flat = ops.reshape(h2["z"], (h2["z"].shape[0], -1))
     return [h1, h2, population(ops, spec, state[2], ops.matmul(flat, params["w3"]))]
 

@@ -45,7 +45,7 @@ class PrecisionAudit(BaseModel):
 
 def _divergence(snaps: list[dict[str, np.ndarray]], ref: list[dict[str, np.ndarray]]) -> list[float]:
     return [
-        max(float(np.linalg.norm(s[k] - r[k]) / max(np.linalg.norm(r[k]), 1e-300)) for k in r)
+        max(float(np.linalg.norm(s[k] - r[k])) / max(float(np.linalg.norm(r[k])), 1e-300) for k in r)
         for s, r in zip(snaps, ref)
     ]
 

@@ -7,7 +7,7 @@ Written atomically with :func:`hwbench.core.results.write_json`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -70,13 +70,15 @@ class DeploymentRecord(BaseModel):
 class TrainResult(BaseModel):
     schema_: Literal["hwbench.train/1"] = Field("hwbench.train/1", alias="schema")
     provenance: Provenance = Field(default_factory=Provenance)
-    config: dict
+    config: dict[str, Any]
     dataset: str
     backend: str
     epochs: list[EpochRecord]
     final_test_accuracy: float | None
     images_per_s: float = Field(description="batch / minimum training-step time over the run (after compilation)")
     deployments: list[DeploymentRecord] = Field(default_factory=list)
-    audit: dict | None = Field(None, description="precision audit against an fp64 run (hwbench train --audit)")
+    audit: dict[str, Any] | None = Field(
+        None, description="precision audit against an fp64 run (hwbench train --audit)"
+    )
 
     model_config = {"populate_by_name": True}

@@ -43,7 +43,9 @@ def synthetic_batch(spec: nets.NetSpec, batch: int, seed: int = 0) -> tuple[np.n
     return x.astype(np.float32), rng.integers(0, nets.N_CLASSES, batch)
 
 
-def _linear_population(ops: Any, spec: nets.NetSpec, st: dict, drive: Any, v: Any = None) -> dict:
+def _linear_population(
+    ops: Any, spec: nets.NetSpec, st: dict[str, Any], drive: Any, v: Any = None
+) -> dict[str, Any]:
     z = drive if v is None else drive + ops.matmul(st["z"], v)
     return {**st, "z": z}
 
@@ -104,7 +106,7 @@ def _twin_step(cfg: tr.TrainConfig, ops: tr.JaxTrainOps) -> Any:
     """The compiled training step of the linear twin (``networks.population`` swapped out)."""
     import jax
 
-    def step(params: dict, st: tr.AdamState, x: Any, onehot: Any) -> Any:
+    def step(params: dict[str, Any], st: tr.AdamState, x: Any, onehot: Any) -> Any:
         original = nets.population
         nets.population = _linear_population  # only while tracing: the twin's graph is built here
         try:

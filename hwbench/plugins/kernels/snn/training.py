@@ -92,7 +92,7 @@ class JaxTrainOps(JaxOps):
     def detach(self, x: Any) -> Any:
         return self._lax.stop_gradient(x)
 
-    def conv2d(self, x: Any, w: Any) -> Any:
+    def conv2d_nchw(self, x: Any, w: Any) -> Any:
         return self._lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW"))
 
     def max_pool2(self, x: Any) -> Any:
@@ -162,7 +162,9 @@ class AdamState:
     t: Any
 
 
-def adamw(params: dict, grads: dict, st: AdamState, cfg: TrainConfig) -> tuple[dict, AdamState]:
+def adamw(
+    params: dict[str, Any], grads: dict[str, Any], st: AdamState, cfg: TrainConfig
+) -> tuple[dict[str, Any], AdamState]:
     """One ``torch.optim.AdamW`` step (decoupled decay first, then the bias-corrected Adam step)."""
     import jax.numpy as jnp
 
@@ -193,7 +195,9 @@ def _ipu_store() -> Any:
     return IpuDevice().numerics("fp16-sr").ops[OpClass.ADD]
 
 
-def train_step(params: dict, st: AdamState, x: Any, onehot: Any, *, cfg: TrainConfig, ops: JaxTrainOps) -> Any:
+def train_step(
+    params: dict[str, Any], st: AdamState, x: Any, onehot: Any, *, cfg: TrainConfig, ops: JaxTrainOps
+) -> Any:
     """Forward, gradient and AdamW update of one minibatch: ``(params, state, loss)``."""
     import jax
     import jax.numpy as jnp
@@ -277,7 +281,7 @@ class Trainer:
 def accuracy(trainer: Trainer, x: np.ndarray, y: np.ndarray, batch: int = 256) -> float:
     """Fraction of samples whose most-spiking output neuron (lowest index on ties) is the label."""
     enc = trainer.cfg.spec.encoding
-    n = x.shape[1] if enc == "rate" else x.shape[0]
+    n = int(x.shape[1] if enc == "rate" else x.shape[0])
     hits = 0
     for s in range(0, n, batch):
         xb = x[:, s : s + batch] if enc == "rate" else x[s : s + batch]
