@@ -87,7 +87,8 @@ def fused_gather_map_scatter(
     if one_hot:
         poisoned = passes.poisoned(size) if track else ~ops._be.isfinite(total)
         total = _one_hot_total(ops, total, poisoned, tgt, size)
-    return ops._finish(rule, total, (value,), elementwise=False)
+    result: EmuArray = ops._finish(rule, total, (value,), elementwise=False)
+    return result
 
 
 def _sums_reveal_nonfinite_terms(term_max: float, tgt: np.ndarray, size: int, dtype: Any) -> bool:
