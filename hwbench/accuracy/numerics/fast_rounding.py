@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode
+from hwbench.accuracy.numerics.formats import FORMATS, FloatFormat, RoundingMode
 from hwbench.accuracy.numerics.random_bits import uniform_bits
 
 __all__ = ["fast_rounder"]
@@ -34,7 +34,6 @@ _CARRIERS = {
     "float64": (52, -1022, 1023, np.uint64, np.float64),
 }
 
-_CARRIER_FRACTION = {"uint32": 23, "uint64": 52}  # unsigned bits dtype -> the float's fraction bits
 Rounder = Callable[..., Any]
 
 
@@ -85,7 +84,9 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
             rem = b & u(low)
             threshold = rem >> u(d - random_bits) if d >= random_bits else rem << u(random_bits - d)
             r = (b & u(mask)) + xp.where(rand < threshold, u(1 << d), u(0))
-        return _keep_nan(xp, b, r, udt, x.dtype)
+        # NaN keeps its bits; tested on the float (one compare) rather than on the bits (two ops):
+        # measured faster on io-ehh (groq default 1.76x native against 2.27x with the bit test)
+        return xp.where(xp.isnan(x), x, _from_bits(xp, r, x.dtype))
 
     return rounder
 
@@ -134,15 +135,14 @@ def _narrow_nearest_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
         half_q = (e_field == u(first_regular - 1)) & ((mag & u(p.frac_mask)) != u(0))
         res = xp.where(regular, res, xp.where(half_q, u(p.q_bits), u(0)))
         res = xp.where(res > u(p.max_bits), u(overflow), res)
-        return _keep_nan(xp, b, res | (b & u(p.sign)), udt, x.dtype)
+        out = _from_bits(xp, res | (b & u(p.sign)), x.dtype)
+        return xp.where(xp.isnan(x), x, out)
 
     return rounder
 
 
 def _is_ieee_half(fmt: FloatFormat) -> bool:
     """Whether ``fmt`` is IEEE binary16 (any name): the format XLA's float16 conversion rounds to."""
-    from hwbench.accuracy.numerics.formats import FORMATS
-
     half = FORMATS["fp16"]
     return fmt.model_dump(exclude={"name"}) == half.model_dump(exclude={"name"})
 
@@ -160,23 +160,7 @@ def _through_half(x: Any) -> Any:
     """
     import jax.numpy as jnp
 
-    b = _to_bits(jnp, x, np.uint32)
-    return _keep_nan(jnp, b, _to_bits(jnp, x.astype(jnp.float16).astype(jnp.float32), np.uint32), np.uint32, x.dtype)
-
-
-def _keep_nan(xp: Any, b: Any, r: Any, udt: Any, dtype: Any) -> Any:
-    """The rounded bits ``r`` as floats, where a NaN input ``b`` keeps its own bits.
-
-    The NaN test is on the bits (magnitude above the infinity pattern), not ``isnan`` on the
-    float: a rounding that reads its input only as bits lets XLA fuse an expensive producer
-    (exp, divide, a gather) into it. With the float read as well, XLA's CPU fusion kept such
-    producers in a fusion of their own, which split every emulated message pass into three
-    loops (measured on io-ehh under the GroqChip profile: 144 fusions per step against 58 native).
-    """
-    width = np.dtype(udt).itemsize * 8
-    inf = ((1 << (width - 1)) - 1) ^ ((1 << _CARRIER_FRACTION[np.dtype(udt).name]) - 1)
-    magnitude = b & xp.asarray((1 << (width - 1)) - 1, dtype=udt)
-    return _from_bits(xp, xp.where(magnitude > xp.asarray(inf, dtype=udt), b, r), dtype)
+    return jnp.where(jnp.isnan(x), x, x.astype(jnp.float16).astype(jnp.float32))
 
 
 def _to_bits(xp: Any, x: Any, udt: Any) -> Any:
