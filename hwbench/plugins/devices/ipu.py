@@ -119,32 +119,41 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     """The cited profile of ``mode`` for the resolved parameter ``values``."""
     notes = knob_notes(KNOBS[mode], values)
     if mode == "fp32":
-        notes = [
-            f"Every op class IEEE fp32, round to nearest even ({TF_IPU_FP}); confidence: documented.",
-            "The study ran fp32 with fast-math (IPUConfig optimizations.math.fast). Not emulated: it allows "
-            f"reassociation and algebraic rewrites without accuracy guarantees ({TF_IPU_CONFIG}), but which fire "
-            "depends on Graphcore's XLA and the graph; x / c -> x * (1/c) is already in the XLA CPU reference, "
-            f"and the study found the IPU the most faithful platform ({STUDY}).",
-            "Stochastic rounding is off in fp32 (esr defaults to OFF).",
-            XLA_CPU_NOTE,
-            *notes,
-        ]
-        description = "GC200 in IEEE fp32 (the study's mode; its fast-math rewrites not emulated)"
-        if values["exp_ulps"] > 0:
-            exp = {OpClass.EXP: faithful_exp(values["exp_ulps"], source=EXP_ULPS.source, confidence=Confidence.ASSUMED)}
-            return NumericsProfile(
-                name="ipu-fp32",
-                device="ipu",
-                mode=mode,
-                description=description,
-                ops=exp,
-                parameters=values,
-                notes=notes,
-            )
-        return native_profile(
-            name="ipu-fp32", device="ipu", mode=mode, description=description, notes=notes, parameters=values
-        )
+        return _fp32_profile(mode, values, notes)
+    return _fp16_sr_profile(mode, values, notes)
 
+
+def _fp32_profile(mode: str, values: dict[str, Any], notes: list[str]) -> NumericsProfile:
+    """IEEE fp32 (the study's mode), with the optional faithful-exp error model."""
+    notes = [
+        f"Every op class IEEE fp32, round to nearest even ({TF_IPU_FP}); confidence: documented.",
+        "The study ran fp32 with fast-math (IPUConfig optimizations.math.fast). Not emulated: it allows "
+        f"reassociation and algebraic rewrites without accuracy guarantees ({TF_IPU_CONFIG}), but which fire "
+        "depends on Graphcore's XLA and the graph; x / c -> x * (1/c) is already in the XLA CPU reference, "
+        f"and the study found the IPU the most faithful platform ({STUDY}).",
+        "Stochastic rounding is off in fp32 (esr defaults to OFF).",
+        XLA_CPU_NOTE,
+        *notes,
+    ]
+    description = "GC200 in IEEE fp32 (the study's mode; its fast-math rewrites not emulated)"
+    if values["exp_ulps"] > 0:
+        exp = {OpClass.EXP: faithful_exp(values["exp_ulps"], source=EXP_ULPS.source, confidence=Confidence.ASSUMED)}
+        return NumericsProfile(
+            name="ipu-fp32",
+            device="ipu",
+            mode=mode,
+            description=description,
+            ops=exp,
+            parameters=values,
+            notes=notes,
+        )
+    return native_profile(
+        name="ipu-fp32", device="ipu", mode=mode, description=description, notes=notes, parameters=values
+    )
+
+
+def _fp16_sr_profile(mode: str, values: dict[str, Any], notes: list[str]) -> NumericsProfile:
+    """fp16 with hardware stochastic rounding (half-precision SNN training on the IPU)."""
     fp16 = FP16_NANOO if values["nanoo"] else FP16_CLIP
     sr_source = f"{TF_IPU_FP}; {SNN_IPU}; overflow per parameter nanoo"
     ops: dict[OpClass, OpNumerics] = {
