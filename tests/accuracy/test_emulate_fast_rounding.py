@@ -146,3 +146,28 @@ def test_narrow_range_nearest_even_under_jax() -> None:
         rounder = fast_rounder(fmt, RoundingMode.NEAREST_EVEN, "float32")
         got = np.asarray(jax.jit(lambda v, rounder=rounder: rounder(jnp, v))(jnp.asarray(x)))
         assert same_bits(got, round_float(x, fmt, "nearest-even"))
+
+
+def _half_critical_patterns() -> np.ndarray:
+    """Every float32 whose high 16 bits (sign, exponent, 7 fraction bits) take each of their 65,536
+    values, combined with low 16 bits at fp16's rounding points (ties, just below and above them,
+    sticky bits): every binade, fp16's subnormal range (where the rounding point moves up into the
+    high bits) and the overflow boundary included, NaN payloads too."""
+    low = np.array([0, 1, 0x0FFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x3000, 0x5000, 0x7FFF, 0x8000, 0xFFFF], np.uint32)
+    high = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
+    return (high[:, None] | low[None, :]).ravel().view(np.float32)
+
+
+def test_half_through_xla_conversion_matches_round_float() -> None:
+    """Under JAX, IEEE fp16 nearest-even goes through XLA's float16 conversion: bit for bit the same."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x = _half_critical_patterns()
+    for fmt in (FORMATS["fp16"], custom_float(10, -14, 15, name="half-by-another-name")):
+        rounder = fast_rounder(fmt, RoundingMode.NEAREST_EVEN, "float32")
+        assert rounder is not None
+        assert "f16[" in str(jax.make_jaxpr(lambda v, rounder=rounder: rounder(jnp, v))(x[:4]))  # that path
+        got = np.asarray(jax.jit(lambda v, rounder=rounder: rounder(jnp, v))(jnp.asarray(x)))
+        with np.errstate(all="ignore"):
+            assert same_bits(got, round_float(x, fmt, "nearest-even"))

@@ -37,6 +37,19 @@ STOCHASTIC = NumericsProfile(
     },
 )
 
+ONE_HOT_BF16 = NumericsProfile(
+    name="one-hot-bf16",
+    device="test",
+    mode="test",
+    ops={
+        OpClass.GATHER: OpNumerics(
+            format="fp32", lowering="one-hot-matmul", source="test", confidence=Confidence.ASSUMED
+        ),
+        # bf16 terms keep fp32's range: finite terms can sum to inf, so non-finite terms are tracked
+        OpClass.MATMUL_INPUT: OpNumerics(format="bf16", source="test", confidence=Confidence.ASSUMED),
+    },
+)
+
 
 def _profiles() -> dict[str, NumericsProfile]:
     devices = get_registry().devices
@@ -46,6 +59,7 @@ def _profiles() -> dict[str, NumericsProfile]:
         "a100-tensorrt": devices["a100"].numerics("tensorrt"),
         "tpu-v3-default": devices["tpu-v3"].numerics("default"),
         "stochastic-map": STOCHASTIC,
+        "one-hot-bf16": ONE_HOT_BF16,
     }
 
 
@@ -61,7 +75,7 @@ def network() -> tuple[np.ndarray, np.ndarray, int]:
     return np.asarray(wl.arrays["src"]), np.asarray(wl.arrays["tgt"]), wl.size
 
 
-def _sources(n: int) -> dict[str, np.ndarray]:
+def _sources(n: int, src: np.ndarray, tgt: np.ndarray) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(5)
     base = rng.normal(-60, 15, n).astype(np.float32)
     one_inf, two_inf, nan, overflow, zeros = (base.copy() for _ in range(5))
@@ -70,7 +84,18 @@ def _sources(n: int) -> dict[str, np.ndarray]:
     nan[11] = np.nan
     overflow[[5, 30]] = (2e5, -3e5)  # beyond fp16: inf after the one-hot input rounding, and huge terms
     zeros[:] = np.where(rng.random(n) < 0.5, -0.0, 0.0)  # -0 - +0 = -0: sums of negative zeros
-    return {"finite": base, "one-inf": one_inf, "two-inf": two_inf, "nan": nan, "overflow": overflow, "zeros": zeros}
+    # finite terms (0.2 x 3.4e38 each) whose carrier sum overflows: bf16 terms keep fp32's range
+    big_sum = base.copy()
+    big_sum[src[tgt == 0]], big_sum[0] = 1.7e38, -1.7e38
+    return {
+        "finite": base,
+        "one-inf": one_inf,
+        "two-inf": two_inf,
+        "nan": nan,
+        "overflow": overflow,
+        "zeros": zeros,
+        "finite-terms-sum-to-inf": big_sum,
+    }
 
 
 @pytest.mark.parametrize("name", list(_profiles()))
@@ -92,7 +117,7 @@ def test_fused_equals_composition(name: str, network: tuple[np.ndarray, np.ndarr
 
     fused = jax.jit(lambda x, s: run(x, s, True))
     composed = jax.jit(lambda x, s: run(x, s, False))
-    for label, x in _sources(n).items():
+    for label, x in _sources(n, src, tgt).items():
         for step in (0, 17):
             (a, ops_a), (b, ops_b) = fused(x, jnp.int32(step)), composed(x, jnp.int32(step))
             a, b = np.asarray(a), np.asarray(b)
@@ -106,7 +131,7 @@ def test_counters_and_traced_indices_compose(network: tuple[np.ndarray, np.ndarr
     src, tgt, n = network
     profile = _profiles()["groq-default"]
     counting = emulating_ops(profile, counters=True)(JaxOps(np.float32))
-    x = jnp.asarray(_sources(n)["finite"])
+    x = jnp.asarray(_sources(n, src, tgt)["finite"])
     counting.begin_step(0)
     assert fused_gather_map_scatter(counting, _message, counting.load(x), src, tgt, n) is None
     plain = emulating_ops(profile, counters=False)(JaxOps(np.float32))

@@ -47,7 +47,7 @@ from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
 from hwbench.accuracy.numerics.emulation_backend import Backend, backend_for, flat_index, round_fixed_values
 from hwbench.accuracy.numerics.event_counts import EventTally
 from hwbench.accuracy.numerics.fast_rounding import fast_rounder
-from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode
+from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode, float_format
 from hwbench.accuracy.numerics.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
 from hwbench.accuracy.numerics.random_bits import uniform_bits
 from hwbench.accuracy.numerics.rounding import round_float
@@ -106,7 +106,7 @@ class Rule:
 
 def _carrier_of(dtype: Any) -> str:
     try:
-        name = np.dtype(dtype).name
+        name: str = np.dtype(dtype).name
     except TypeError:
         name = str(getattr(dtype, "name", dtype))
     if name not in CARRIER_FORMATS:
@@ -224,13 +224,13 @@ class EmulatingOps:
         # Operands from outside the state (parameters, inputs) when the engine is wider than
         # the profile's carrier: round them as the device would have stored them.
         wide = carrier != profile.carrier
-        self._operand_fmt = FORMATS[CARRIER_FORMATS[profile.carrier]] if wide else None
+        self._operand_fmt = float_format(CARRIER_FORMATS[profile.carrier]) if wide else None
         self._step: Any = 0
         self._op = 0
         self._prev: Any = None
         self._tables: dict[int, tuple[Any, np.ndarray | None]] = {}
         self._fast: dict[tuple[FloatFormat, RoundingMode], Any] = {}
-        self._native = FORMATS[CARRIER_FORMATS[carrier]]
+        self._native = float_format(CARRIER_FORMATS[carrier])
         # position of the current array's first element in the array it is a part of (non-zero
         # only while a fused gather-map-scatter maps one pass): keys counter-based random bits
         self._index_offset = 0
@@ -661,13 +661,15 @@ def _common(a: FloatFormat | None, b: FloatFormat | None) -> FloatFormat | None:
     return a if representable_in(b, a) else None
 
 
-def representable_in(a: FloatFormat, b: FloatFormat) -> bool:
+def representable_in(a: FloatFormat, b: FloatFormat | FixedFormat) -> bool:
     """True when rounding any value of format ``a`` onto ``b`` (any mode) returns it unchanged.
 
     Conservative: ``a``'s significands and quantum must fit ``b``'s, its range must lie within
     ``b``'s, and ``b``'s conventions (flushing, saturation, no -0, no inf) must not touch any of
-    ``a``'s values.
+    ``a``'s values. Never for a fixed-point ``b`` (a float format's values are not a grid).
     """
+    if not isinstance(b, FloatFormat):
+        return False
     if a == b:
         return True
     if a.mantissa_bits > b.mantissa_bits or a.max_value > b.max_value:

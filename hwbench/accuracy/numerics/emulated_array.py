@@ -102,8 +102,8 @@ class EmuArray:
     __le__ = _binary(OpClass.COMPARE, operator.le)
     __gt__ = _binary(OpClass.COMPARE, operator.gt)
     __ge__ = _binary(OpClass.COMPARE, operator.ge)
-    __eq__ = _binary(OpClass.COMPARE, operator.eq)  # type: ignore[assignment]
-    __ne__ = _binary(OpClass.COMPARE, operator.ne)  # type: ignore[assignment]
+    __eq__ = _binary(OpClass.COMPARE, operator.eq)
+    __ne__ = _binary(OpClass.COMPARE, operator.ne)
 
     # --- exact operations --------------------------------------------------------------------
     __and__ = _logical(operator.and_)

@@ -95,7 +95,7 @@ class Backend:
             mantissa_bits, sdt
         )
         normal = (xp.maximum(k, np.asarray(1 - bias, sdt)) + np.asarray(bias, sdt)).astype(udt) << np.asarray(frac, udt)
-        shift = xp.clip(k + np.asarray(bias - 1 + frac, sdt), 0, np.iinfo(sdt).bits - 1).astype(udt)
+        shift = xp.clip(k + np.asarray(bias - 1 + frac, sdt), 0, np.dtype(sdt).itemsize * 8 - 1).astype(udt)
         sub = xp.where(k >= np.asarray(1 - bias - frac, sdt), np.asarray(1, udt) << shift, np.asarray(0, udt))
         return self._float(xp.where(k >= np.asarray(1 - bias, sdt), normal, sub), x.dtype)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode
+from hwbench.accuracy.numerics.formats import FORMATS, FloatFormat, RoundingMode
 from hwbench.accuracy.numerics.random_bits import uniform_bits
 
 __all__ = ["fast_rounder"]
@@ -84,7 +84,8 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
             rem = b & u(low)
             threshold = rem >> u(d - random_bits) if d >= random_bits else rem << u(random_bits - d)
             r = (b & u(mask)) + xp.where(rand < threshold, u(1 << d), u(0))
-        # NaN keeps its bits; tested on the float (one compare) rather than on the bits (two ops)
+        # NaN keeps its bits; tested on the float (one compare) rather than on the bits (two ops):
+        # measured faster on io-ehh (groq default 1.76x native against 2.27x with the bit test)
         return xp.where(xp.isnan(x), x, _from_bits(xp, r, x.dtype))
 
     return rounder
@@ -111,8 +112,12 @@ def _narrow_nearest_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
         return None
     first_regular = p.t - fmt.mantissa_bits  # lowest exponent field with s <= m_c
     overflow = p.max_bits if p.saturate else p.inf
+    half_on_fp32 = carrier == "float32" and _is_ieee_half(fmt)
 
     def rounder(xp: Any, x: Any, **_: Any) -> Any:
+        if half_on_fp32 and xp is not np:
+            return _through_half(x)
+
         def u(c: int) -> Any:
             return xp.asarray(c, dtype=udt)
 
@@ -134,6 +139,28 @@ def _narrow_nearest_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
         return xp.where(xp.isnan(x), x, out)
 
     return rounder
+
+
+def _is_ieee_half(fmt: FloatFormat) -> bool:
+    """Whether ``fmt`` is IEEE binary16 (any name): the format XLA's float16 conversion rounds to."""
+    half = FORMATS["fp16"]
+    return fmt.model_dump(exclude={"name"}) == half.model_dump(exclude={"name"})
+
+
+def _through_half(x: Any) -> Any:
+    """IEEE binary16 nearest-even of float32 ``x`` under JAX: XLA's conversion there and back.
+
+    Two instructions per element (F16C's ``vcvtps2ph`` / ``vcvtph2ps`` on x86) instead of the
+    integer sequence's twenty, and cheap enough that XLA may recompute it wherever it fuses.
+    Bit-identical to the integer sequence for every one of the 2**32 float32 inputs on XLA:CPU
+    (subnormals kept, overflow to inf, ties to even), NaN keeping its bits as there (the
+    conversion would quiet it and drop payload bits); tests/accuracy/test_emulate_fast_rounding.py
+    checks a sweep of every sign, exponent and leading fraction bits with the rounding-critical
+    low bits.
+    """
+    import jax.numpy as jnp
+
+    return jnp.where(jnp.isnan(x), x, x.astype(jnp.float16).astype(jnp.float32))
 
 
 def _to_bits(xp: Any, x: Any, udt: Any) -> Any:

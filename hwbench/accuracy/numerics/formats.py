@@ -262,7 +262,9 @@ def _presets() -> dict[str, FloatFormat | FixedFormat]:
         FixedFormat(name="loihi-bias13", signed=True, int_bits=12, frac_bits=0, rounding="toward-zero"),
         FixedFormat(name="loihi-weight8", signed=True, int_bits=7, frac_bits=0, rounding="toward-zero"),
     ]
-    return {f.name: f for f in (*floats, *fixed)}
+    out: dict[str, FloatFormat | FixedFormat] = {f.name: f for f in floats}
+    out.update((f.name, f) for f in fixed)
+    return out
 
 
 FORMATS: dict[str, FloatFormat | FixedFormat] = _presets()
@@ -295,6 +297,15 @@ def get_format(name: str) -> FloatFormat | FixedFormat:
         return FORMATS[key]
     except KeyError:
         raise unknown_name("format", name, FORMATS) from None
+
+
+def float_format(name: str) -> FloatFormat:
+    """A float preset by name (the carriers, fp16): like :func:`get_format`, for callers that
+    need its float fields."""
+    fmt = get_format(name)
+    if not isinstance(fmt, FloatFormat):
+        raise UsageError(f"format '{name}' is a fixed-point format; a float format is needed here")
+    return fmt
 
 
 def parse_format(data: Any) -> FloatFormat | FixedFormat:

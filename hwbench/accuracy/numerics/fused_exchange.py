@@ -17,7 +17,8 @@ map and roundings inside it, so the result is the composition's, bit for bit:
   not 7,290 gathered ones): a gathered element is NaN exactly when some *other* source element
   is non-finite, which depends only on the source element it reads;
 * the one-hot scatter's values are rounded per pass; whether a target has a non-finite term is
-  accumulated alongside (a NaN poison, in the same loop), and one reduction per step over the
+  read off its sum where finite terms cannot overflow it (fp16 terms on an fp32 carrier), else
+  accumulated alongside (a NaN poison, in the same loop); one reduction per step over the
   targets decides the contamination (see :func:`_one_hot_total`);
 * the table lowering added padding zeros to targets with fewer partners than the widest, which
   turns a sum of ``-0.0`` into ``+0.0``; that is kept.
@@ -79,30 +80,55 @@ def fused_gather_map_scatter(
         source, gathered_tag = ops._round_result(inp, value, tag)
         ops._round_result(inp, value, tag)
         source = ops._one_hot_contamination(source, source)
-    passes = _PassMessages(ops, message, plan, gathered_tag, inp if one_hot else None)
+    track = one_hot and not _sums_reveal_nonfinite_terms(inp.max_value, tgt, size, value.dtype)
+    passes = _PassMessages(ops, message, plan, gathered_tag, inp if one_hot else None, track)
     total = fused(raw, passes, source, src, tgt, size)
     ops._index_offset = 0
     if one_hot:
-        total = _one_hot_total(ops, total, passes.poisoned(size), tgt, size)
-    return ops._finish(rule, total, (value,), elementwise=False)
+        poisoned = passes.poisoned(size) if track else ~ops._be.isfinite(total)
+        total = _one_hot_total(ops, total, poisoned, tgt, size)
+    result: EmuArray = ops._finish(rule, total, (value,), elementwise=False)
+    return result
+
+
+def _sums_reveal_nonfinite_terms(term_max: float, tgt: np.ndarray, size: int, dtype: Any) -> bool:
+    """Whether a target's carrier sum is non-finite exactly when one of its terms is.
+
+    True when the largest finite term times the widest in-degree stays below the carrier's
+    range: finite terms then cannot add up to an infinity, and an inf or NaN term leaves the sum
+    inf or NaN. The one-hot contamination can then be read off the sums (one ``isfinite``)
+    instead of a second per-pass chain tracking non-finite terms: that chain read every pass's
+    terms a second time, which kept XLA from fusing each pass's gather, map and sum into one loop
+    (GroqChip: fp16 terms, at most 65504 x in-degree, far below fp32's 3.4e38).
+    """
+    degree = int(np.bincount(tgt, minlength=size).max()) if np.size(tgt) else 0
+    return bool(term_max * degree < float(np.finfo(dtype).max))
 
 
 class _PassMessages:
     """The map the engine calls once per pass: the kernel's message on EmuArrays, keyed as unfused.
 
-    For the one-hot lowering it also rounds the terms to the matrix unit's input format and
-    accumulates, per target, a NaN where any of its terms is non-finite (a second chain of
+    For the one-hot lowering it also rounds the terms to the matrix unit's input format and, with
+    ``track_poison`` (when the sums cannot tell, see :func:`_sums_reveal_nonfinite_terms`),
+    accumulates per target a NaN where any of its terms is non-finite (a second chain of
     in-place additions in the same loop; cheaper than stacking a count row onto the terms).
     """
 
     def __init__(
-        self, ops: EmulatingOps, message: Callable[[Any, Any], Any], plan: PassPlan, tag: Any, one_hot_input: Any
+        self,
+        ops: EmulatingOps,
+        message: Callable[[Any, Any], Any],
+        plan: PassPlan,
+        tag: Any,
+        one_hot_input: Any,
+        track_poison: bool,
     ) -> None:
         self.ops = ops
         self.message = message
         self.plan = plan
         self.tag = tag
         self.one_hot_input = one_hot_input
+        self.track_poison = track_poison
         self.first_op = ops._op
         self.calls = 0
         self.poison: Any = None  # per ranked target: 0, or NaN where a term was non-finite
@@ -117,6 +143,8 @@ class _PassMessages:
         if self.one_hot_input is None:
             return values
         values, _ = ops._round_result(self.one_hot_input, values, tag)
+        if not self.track_poison:
+            return values
         xp = ops._be.xp
         nan = np.asarray(np.nan, dtype=values.dtype)
         bad = xp.where(ops._be.isfinite(values), xp.zeros((), dtype=values.dtype), nan)

@@ -20,11 +20,11 @@ import math
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hwbench.accuracy.numerics.formats import FixedFormat, FloatFormat, Format, RoundingMode, get_format
+from hwbench.accuracy.numerics.formats import FixedFormat, FloatFormat, Format, RoundingMode, float_format, get_format
 from hwbench.core.errors import HwbenchError, UsageError
 from hwbench.core.ops import OpClass
 
@@ -162,7 +162,7 @@ class OpNumerics(BaseModel):
         rounding and no error model. The lowering does not matter then: a one-hot product of
         carrier values accumulated in the carrier is the native gather / scatter-add.
         """
-        native = get_format(CARRIER_FORMATS[carrier])
+        native = float_format(CARRIER_FORMATS[carrier])
         return (
             self.error is None
             and (self.input_format is None or same_float_format(self.resolved_input_format(), native))
@@ -331,7 +331,10 @@ class NumericsProfile(BaseModel):
         data = (self.to_json() if suffix == ".json" else self.to_toml()).encode("utf-8")
         from hwbench.core.files import write_atomic
 
-        return write_atomic(path, lambda fh: fh.write(data))
+        def write(fh: BinaryIO) -> None:
+            fh.write(data)
+
+        return write_atomic(path, write)
 
 
 def _one_line(text: str) -> str:

@@ -105,65 +105,101 @@ def round_bits(xp: Any, bits: Any, p: Plan, rand: Any = None, random_bits: int =
     """Round carrier bit patterns ``bits`` (uint32/uint64 array of ``xp``) onto the plan's format.
 
     ``rand`` (stochastic mode only) is a uint32 array of ``random_bits`` uniform bits per element.
+    Four steps, each a function of trace-time constants and arrays (so under ``jax.jit`` the
+    compiled program is the same single sequence): split the input, find the bits to drop,
+    decide the rounding direction, build the result and put the specials back.
     """
-    udt = bits.dtype
-
-    def u(c: int) -> Any:
-        return xp.asarray(c, dtype=udt)
-
-    zero, one = u(0), u(1)
+    u = _constants(xp, bits.dtype)
     sign = bits & u(p.sign)
     mag = bits & u(p.abs_mask)
     is_nan = mag > u(p.inf)
     is_inf = mag == u(p.inf)
     if p.daz:
-        mag = xp.where(mag < u(p.minnorm_bits), zero, mag)
+        mag = xp.where(mag < u(p.minnorm_bits), u(0), mag)
+    neg = sign != u(0)
+    s, q, rem, half = _dropped_bits(xp, u, mag, p)
+    inc = _rounds_up(xp, u, p, q, rem, half, s, neg, rand, random_bits)
+    res = _rounded_magnitude(xp, u, p, mag, s, inc, neg)
+    # special inputs
+    if p.has_inf and not p.saturate:
+        inf_val = u(p.inf)
+    else:
+        inf_val = u(p.max_bits if p.saturate else p.qnan)
+    res = xp.where(is_inf, inf_val, res)
+    res = xp.where(is_nan, mag, res)
+    if p.fnuz:
+        sign = xp.where(res == u(0), u(0), sign)
+    return res | sign
 
-    m_c = p.m_c
+
+def _constants(xp: Any, udt: Any) -> Any:
+    """``u(c)``: the integer ``c`` as a scalar of the bit patterns' unsigned dtype."""
+
+    def u(c: int) -> Any:
+        return xp.asarray(c, dtype=udt)
+
+    return u
+
+
+def _dropped_bits(xp: Any, u: Any, mag: Any, p: Plan) -> tuple[Any, Any, Any, Any]:
+    """Per element: ``s``, the significand bits to drop (the format's ``d``, plus one per binade
+    below its smallest normal); the kept significand ``q``; the dropped remainder ``rem``; and
+    ``half``, the remainder's halfway value (1 when nothing is dropped, so an exact input never
+    rounds)."""
+    zero, one, m_c = u(0), u(1), p.m_c
     e_field = mag >> u(m_c)
     e_eff = xp.maximum(e_field, one)
     # bits to drop: d + max(0, t - e_eff), clamped (anything past m_c + 2 + 33 acts the same)
     below = xp.where(e_eff < u(p.t), u(p.t) - e_eff, zero)
     s = xp.minimum(below, u(m_c + 40)) + u(p.d)
     sig = xp.where(e_field > zero, (mag & u(p.frac_mask)) | u(1 << m_c), mag)
-
     sc = xp.minimum(s, u(m_c + 1))
     q = sig >> sc
     rem = sig & ((one << sc) - one)
     sh = xp.minimum(s, u(m_c + 2))
     half = one << (xp.maximum(sh, one) - one)  # s == 0 -> half = 1 > rem = 0: exact
-    neg = sign != zero
-    inexact = rem != zero
-    q_odd = (q & one) == one
+    return s, q, rem, half
 
+
+def _rounds_up(
+    xp: Any, u: Any, p: Plan, q: Any, rem: Any, half: Any, s: Any, neg: Any, rand: Any, random_bits: int
+) -> Any:
+    """Per element: whether the magnitude rounds away from zero, in the plan's mode."""
+    one = u(1)
+    inexact = rem != u(0)
+    q_odd = (q & one) == one
     mode = p.mode
     if mode is RoundingMode.NEAREST_EVEN:
-        inc = (rem > half) | ((rem == half) & q_odd)
-    elif mode is RoundingMode.NEAREST_AWAY:
-        inc = rem >= half
-    elif mode is RoundingMode.TOWARD_ZERO:
-        inc = xp.zeros(bits.shape, dtype=bool)
-    elif mode is RoundingMode.UP:
-        inc = inexact & ~neg
-    elif mode is RoundingMode.DOWN:
-        inc = inexact & neg
-    elif mode is RoundingMode.ODD:
-        inc = inexact & ~q_odd
-    else:  # STOCHASTIC: up with probability floor(rem / 2^s * 2^nbits) / 2^nbits
-        nb = u(random_bits)
-        cap = u(p.width - 1)
-        r_hi = rem >> xp.minimum(s - nb, cap)  # s >= nb (unsigned wrap is masked out by where)
-        r_lo = rem << xp.minimum(nb - s, cap)  # s < nb
-        r = xp.where(s >= nb, r_hi, r_lo)
-        inc = rand.astype(udt) < r
+        return (rem > half) | ((rem == half) & q_odd)
+    if mode is RoundingMode.NEAREST_AWAY:
+        return rem >= half
+    if mode is RoundingMode.TOWARD_ZERO:
+        return xp.zeros(rem.shape, dtype=bool)
+    if mode is RoundingMode.UP:
+        return inexact & ~neg
+    if mode is RoundingMode.DOWN:
+        return inexact & neg
+    if mode is RoundingMode.ODD:
+        return inexact & ~q_odd
+    # STOCHASTIC: up with probability floor(rem / 2^s * 2^nbits) / 2^nbits
+    nb = u(random_bits)
+    cap = u(p.width - 1)
+    r_hi = rem >> xp.minimum(s - nb, cap)  # s >= nb (unsigned wrap is masked out by where)
+    r_lo = rem << xp.minimum(nb - s, cap)  # s < nb
+    r = xp.where(s >= nb, r_hi, r_lo)
+    return rand.astype(rem.dtype) < r
 
-    tiny = s > u(m_c)  # |x| below the smallest subnormal: candidates are 0 and 2^(emin - m)
-    sm = xp.minimum(s, u(m_c))
+
+def _rounded_magnitude(xp: Any, u: Any, p: Plan, mag: Any, s: Any, inc: Any, neg: Any) -> Any:
+    """The rounded magnitude's bits: the candidate below or above, then overflow (decided after
+    rounding with an unbounded exponent) and flush-to-zero of results."""
+    zero, one = u(0), u(1)
+    tiny = s > u(p.m_c)  # |x| below the smallest subnormal: candidates are 0 and 2^(emin - m)
+    sm = xp.minimum(s, u(p.m_c))
     down = xp.where(tiny, zero, mag & ~((one << sm) - one))
     up = xp.where(tiny, u(p.q_bits), down + (one << sm))
     res = xp.where(inc, up, down)
-
-    # overflow (decided after rounding with an unbounded exponent)
+    mode = p.mode
     if p.saturate:
         ovf_val = u(p.max_bits)
     else:
@@ -179,17 +215,7 @@ def round_bits(xp: Any, bits: Any, p: Plan, rand: Any = None, random_bits: int =
     res = xp.where(res > u(p.max_bits), ovf_val, res)
     if p.ftz:
         res = xp.where(res < u(p.minnorm_bits), zero, res)
-
-    # special inputs
-    if p.has_inf and not p.saturate:
-        inf_val = u(p.inf)
-    else:
-        inf_val = u(p.max_bits if p.saturate else p.qnan)
-    res = xp.where(is_inf, inf_val, res)
-    res = xp.where(is_nan, mag, res)
-    if p.fnuz:
-        sign = xp.where(res == zero, zero, sign)
-    return res | sign
+    return res
 
 
 def flat_index(xp: Any, shape: tuple[int, ...]) -> Any:
@@ -216,10 +242,11 @@ def classify(before: Any, after: Any, fmt: FloatFormat) -> dict[str, Any]:
     ``underflow``: a nonzero input (NaN excluded) that became zero; ``nonfinite``: the result is
     inf or NaN. The emulation layer sums these into its counters.
     """
+    xp: Any = np
     if is_jax(before, after):
-        import jax.numpy as xp
-    else:
-        xp = np
+        import jax.numpy as jnp
+
+        xp = jnp
     b = xp.asarray(before)
     a = xp.asarray(after)
     mx = fmt.max_value

@@ -66,7 +66,8 @@ def round_float(
     else:
         counter = jnp.asarray(counter)
     plan(fmt, jnp.dtype(x.dtype).name, mode)  # raise the "does not fit" error outside tracing
-    return _round_jit(x, counter, fmt=fmt, mode=mode, seed=int(seed), random_bits=int(random_bits))
+    out: jax.Array = _round_jit(x, counter, fmt=fmt, mode=mode, seed=int(seed), random_bits=int(random_bits))
+    return out
 
 
 def classify(before: Any, after: Any, fmt: FloatFormat) -> dict[str, jax.Array]:

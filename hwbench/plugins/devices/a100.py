@@ -177,19 +177,31 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
             *notes,
         ]
         if not ops:
-            return native_profile(name="a100-cuda-fp32", device="a100", mode=mode, description=description,
-                                  notes=notes, parameters=values)
-        return NumericsProfile(name="a100-cuda-fp32", device="a100", mode=mode, description=description,
-                               ops=ops, parameters=values, notes=notes)
+            return native_profile(
+                name="a100-cuda-fp32", device="a100", mode=mode, description=description, notes=notes, parameters=values
+            )
+        return NumericsProfile(
+            name="a100-cuda-fp32",
+            device="a100",
+            mode=mode,
+            description=description,
+            ops=ops,
+            parameters=values,
+            notes=notes,
+        )
     rounding = RoundingMode(values["tf32_rounding"])
     ops[OpClass.MATMUL_INPUT] = OpNumerics(
-        format="tf32", rounding=rounding, source=f"{TRT_TF32}; tie rule per parameter tf32_rounding ({PTX_CVT})",
+        format="tf32",
+        rounding=rounding,
+        source=f"{TRT_TF32}; tie rule per parameter tf32_rounding ({PTX_CVT})",
         confidence=Confidence.DOCUMENTED,
     )
     ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(format="fp32", source=TRT_TF32, confidence=Confidence.DOCUMENTED)
     if values["gather_as_matmul"]:
         ops[OpClass.GATHER] = OpNumerics(
-            format="fp32", lowering="one-hot-matmul", confidence=Confidence.ASSUMED,
+            format="fp32",
+            lowering="one-hot-matmul",
+            confidence=Confidence.ASSUMED,
             source="assumption (parameter gather_as_matmul): gather / scatter-add run as one-hot TF32 matrix "
             f"products, inferred from {STUDY}",
         )
@@ -290,7 +302,11 @@ class A100Device(KnobbedDevice):
     def real_executor(self, request: RunRequest) -> Executor:
         """The GPU run of ``mode`` — or, if only the other mode's library is here, its emulation."""
         kernel, workload, mode, engine, dtype = (
-            request.kernel, request.workload, str(request.mode), request.engine, request.dtype
+            request.kernel,
+            request.workload,
+            str(request.mode),
+            request.engine,
+            request.dtype,
         )
         if dtype not in (None, "float32"):
             raise UsageError(f"device 'a100' runs float32 (the study's precision); got dtype '{dtype}'")
@@ -300,8 +316,9 @@ class A100Device(KnobbedDevice):
             executor.detail += f" (no real backend for mode '{mode}' here)"
             return executor
         if mode == "cuda-fp32":
-            return jax_on_device(kernel, workload, platform="gpu", precision="highest", engine=engine,
-                                 what=f"{backend}, TF32 off")
+            return jax_on_device(
+                kernel, workload, platform="gpu", precision="highest", engine=engine, what=f"{backend}, TF32 off"
+            )
         return _tensorrt_executor(kernel, workload, engine, backend)
 
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:

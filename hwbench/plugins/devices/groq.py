@@ -62,6 +62,7 @@ NON_FLOAT_FAMILIES = ("fixed-point",)
 """Kernel families whose arithmetic is not float32 graphs a tf2onnx export expresses (what the chip
 runs); every other family — built-in or a user's — is accepted, subject to capacity."""
 
+
 # ---------------------------------------------------------------------------------- capacity
 class _OneHotCensus:
     """Counts what a kernel step gathers and scatters (numpy, one step): the one-hot products."""

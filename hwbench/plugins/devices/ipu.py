@@ -119,46 +119,71 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     """The cited profile of ``mode`` for the resolved parameter ``values``."""
     notes = knob_notes(KNOBS[mode], values)
     if mode == "fp32":
-        notes = [
-            f"Every op class IEEE fp32, round to nearest even ({TF_IPU_FP}); confidence: documented.",
-            "The study ran fp32 with fast-math (IPUConfig optimizations.math.fast). Not emulated: it allows "
-            f"reassociation and algebraic rewrites without accuracy guarantees ({TF_IPU_CONFIG}), but which fire "
-            "depends on Graphcore's XLA and the graph; x / c -> x * (1/c) is already in the XLA CPU reference, "
-            f"and the study found the IPU the most faithful platform ({STUDY}).",
-            "Stochastic rounding is off in fp32 (esr defaults to OFF).",
-            XLA_CPU_NOTE,
-            *notes,
-        ]
-        description = "GC200 in IEEE fp32 (the study's mode; its fast-math rewrites not emulated)"
-        if values["exp_ulps"] > 0:
-            ops = {OpClass.EXP: faithful_exp(values["exp_ulps"], source=EXP_ULPS.source, confidence=Confidence.ASSUMED)}
-            return NumericsProfile(name="ipu-fp32", device="ipu", mode=mode, description=description, ops=ops,
-                                   parameters=values, notes=notes)
-        return native_profile(name="ipu-fp32", device="ipu", mode=mode, description=description, notes=notes,
-                              parameters=values)
+        return _fp32_profile(mode, values, notes)
+    return _fp16_sr_profile(mode, values, notes)
 
+
+def _fp32_profile(mode: str, values: dict[str, Any], notes: list[str]) -> NumericsProfile:
+    """IEEE fp32 (the study's mode), with the optional faithful-exp error model."""
+    notes = [
+        f"Every op class IEEE fp32, round to nearest even ({TF_IPU_FP}); confidence: documented.",
+        "The study ran fp32 with fast-math (IPUConfig optimizations.math.fast). Not emulated: it allows "
+        f"reassociation and algebraic rewrites without accuracy guarantees ({TF_IPU_CONFIG}), but which fire "
+        "depends on Graphcore's XLA and the graph; x / c -> x * (1/c) is already in the XLA CPU reference, "
+        f"and the study found the IPU the most faithful platform ({STUDY}).",
+        "Stochastic rounding is off in fp32 (esr defaults to OFF).",
+        XLA_CPU_NOTE,
+        *notes,
+    ]
+    description = "GC200 in IEEE fp32 (the study's mode; its fast-math rewrites not emulated)"
+    if values["exp_ulps"] > 0:
+        exp = {OpClass.EXP: faithful_exp(values["exp_ulps"], source=EXP_ULPS.source, confidence=Confidence.ASSUMED)}
+        return NumericsProfile(
+            name="ipu-fp32",
+            device="ipu",
+            mode=mode,
+            description=description,
+            ops=exp,
+            parameters=values,
+            notes=notes,
+        )
+    return native_profile(
+        name="ipu-fp32", device="ipu", mode=mode, description=description, notes=notes, parameters=values
+    )
+
+
+def _fp16_sr_profile(mode: str, values: dict[str, Any], notes: list[str]) -> NumericsProfile:
+    """fp16 with hardware stochastic rounding (half-precision SNN training on the IPU)."""
     fp16 = FP16_NANOO if values["nanoo"] else FP16_CLIP
     sr_source = f"{TF_IPU_FP}; {SNN_IPU}; overflow per parameter nanoo"
     ops: dict[OpClass, OpNumerics] = {
-        cls: OpNumerics(format=fp16, rounding=RoundingMode.STOCHASTIC, source=sr_source,
-                        confidence=Confidence.DOCUMENTED)
+        cls: OpNumerics(
+            format=fp16, rounding=RoundingMode.STOCHASTIC, source=sr_source, confidence=Confidence.DOCUMENTED
+        )
         for cls in SR_CLASSES
     }
     ops[OpClass.COMPARE] = OpNumerics(
-        format=fp16, source=f"{TF_IPU_FP}: min/max/select return an fp16 operand; fp32 constants converted to "
-        "nearest fp16", confidence=Confidence.DOCUMENTED,
+        format=fp16,
+        source=f"{TF_IPU_FP}: min/max/select return an fp16 operand; fp32 constants converted to nearest fp16",
+        confidence=Confidence.DOCUMENTED,
     )
-    ops[OpClass.STORE] = OpNumerics(format=fp16, source=f"{TF_IPU_FP}: state held in fp16",
-                                    confidence=Confidence.DOCUMENTED)
-    ops[OpClass.MATMUL_INPUT] = OpNumerics(format=fp16, source=f"{TF_IPU_FP}: fp16 operands",
-                                           confidence=Confidence.DOCUMENTED)
+    ops[OpClass.STORE] = OpNumerics(
+        format=fp16, source=f"{TF_IPU_FP}: state held in fp16", confidence=Confidence.DOCUMENTED
+    )
+    ops[OpClass.MATMUL_INPUT] = OpNumerics(
+        format=fp16, source=f"{TF_IPU_FP}: fp16 operands", confidence=Confidence.DOCUMENTED
+    )
     if values["partials"] == "half":
-        ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(format=fp16, rounding=RoundingMode.STOCHASTIC,
-                                                    source=f"{POPLIBS_PARTIALS}; {TF_IPU_FP}",
-                                                    confidence=Confidence.DOCUMENTED)
+        ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(
+            format=fp16,
+            rounding=RoundingMode.STOCHASTIC,
+            source=f"{POPLIBS_PARTIALS}; {TF_IPU_FP}",
+            confidence=Confidence.DOCUMENTED,
+        )
     else:
-        ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(format="fp32", source=POPLIBS_PARTIALS,
-                                                    confidence=Confidence.DOCUMENTED)
+        ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(
+            format="fp32", source=POPLIBS_PARTIALS, confidence=Confidence.DOCUMENTED
+        )
     notes = [
         "fp16 arithmetic with hardware stochastic rounding: every add, multiply, divide, exp/log, power and "
         "gather/scatter-add result is rounded stochastically to fp16; comparisons and the stored state are fp16.",
@@ -282,8 +307,9 @@ class IpuDevice(KnobbedDevice):
         value = 2 if meta.get("mode") == "fp16-sr" else 4
         need = fp.bytes(value=value)
         usable = int(SRAM_BYTES * USABLE_FRACTION)
-        return capacity_support(need, usable, f"usable half of the 900 MB SRAM (assumed: {USABLE_FRACTION:.0%})",
-                                fp.cells)
+        return capacity_support(
+            need, usable, f"usable half of the 900 MB SRAM (assumed: {USABLE_FRACTION:.0%})", fp.cells
+        )
 
 
 def _ipu_fp32_executor(kernel: Kernel, workload: Workload, where: str) -> Executor:
@@ -296,7 +322,7 @@ def _ipu_fp32_executor(kernel: Kernel, workload: Workload, where: str) -> Execut
 
     from tensorflow.python import ipu  # Graphcore's TensorFlow only
 
-    from hwbench.core.engines.tf_engine import TfExecutor, build_block
+    from hwbench.core.engines.tf_engine import TfExecutor, kernel_graph, tf_block
     from hwbench.core.engines.tf_ops import import_tf
 
     tf = import_tf()
@@ -307,13 +333,14 @@ def _ipu_fp32_executor(kernel: Kernel, workload: Workload, where: str) -> Execut
     strategy = ipu.ipu_strategy.IPUStrategy()
     start = time.perf_counter()
     with strategy.scope():
-        block = build_block(kernel, workload, dtype="float32", sample_every=None, ops_wrapper=None)
-        fn = tf.function(block.fn, input_signature=block.signature, jit_compile=True)
+        kg = kernel_graph(kernel, workload, dtype="float32", sample_every=None, ops_wrapper=None)
+        signature = [*kg.data_specs(), tf.TensorSpec([], tf.int32, name="t0"), tf.TensorSpec([], tf.int32, name="g0")]
+        fn = tf.function(tf_block(kg, unroll=True), input_signature=signature, jit_compile=True, autograph=False)
 
         def on_ipu(*args: Any) -> Any:
             return strategy.run(fn, args=args)
 
-        inner = TfExecutor(block, on_ipu, tf)
+        inner = TfExecutor(kg, on_ipu)
         inner.run(workload.state0, kernel.default_inputs(workload), 1)  # compile: part of setup
         inner.global_step = 0
     inner.setup_s = time.perf_counter() - start

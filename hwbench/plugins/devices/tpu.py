@@ -211,13 +211,17 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     }
     if passes == 1:
         ops[OpClass.MATMUL_INPUT] = OpNumerics(
-            format=BF16_TPU, rounding=RoundingMode.NEAREST_EVEN, source=f"{CLOUD_BF16}; {JAX_PRECISION}",
+            format=BF16_TPU,
+            rounding=RoundingMode.NEAREST_EVEN,
+            source=f"{CLOUD_BF16}; {JAX_PRECISION}",
             confidence=Confidence.DOCUMENTED,
         )
         matmul_note = "Matrix products: one bf16 pass (multiplicands rounded to bf16), fp32 accumulation."
     else:
-        terms = " + ".join(f"{'hml'[i] if passes == 6 else 'hl'[i]}*{'hml'[j] if passes == 6 else 'hl'[j]}"
-                           for i, j in PASS_TERMS[passes])
+        terms = " + ".join(
+            f"{'hml'[i] if passes == 6 else 'hl'[i]}*{'hml'[j] if passes == 6 else 'hl'[j]}"
+            for i, j in PASS_TERMS[passes]
+        )
         matmul_note = (
             f"Matrix products: {passes} bf16 passes ({JAX_PRECISION}), emulated as the exact sum {terms} of "
             f"bf16 parts (h, m, l: split '{values['bf16_split']}'), summed in fp32 in that order; computed by the "
@@ -314,20 +318,32 @@ class TpuV3Device(EmulatedDevice):
         elif passes in PASS_TERMS and split in BF16_SPLIT.choices:
             wrapper = Bf16PassWrapper(profile, passes, split, counters=request.counters)
         else:
-            raise UsageError(f"profile '{profile.name}': bf16_passes must be 1, 3 or 6 and bf16_split one of "
-                             f"{', '.join(BF16_SPLIT.choices)}; got {passes}, {split!r}")
+            raise UsageError(
+                f"profile '{profile.name}': bf16_passes must be 1, 3 or 6 and bf16_split one of "
+                f"{', '.join(BF16_SPLIT.choices)}; got {passes}, {split!r}"
+            )
         chosen = pick_engine(get_registry().engines, request.engine, profile.carrier)
-        executor = chosen.build(request.kernel, request.workload, dtype=profile.carrier,
-                                sample_every=request.sample_every, ops_wrapper=wrapper)
+        executor = chosen.build(
+            request.kernel,
+            request.workload,
+            dtype=profile.carrier,
+            sample_every=request.sample_every,
+            ops_wrapper=wrapper,
+        )
         executor.detail = f"emulating {profile.name}"
         return executor
 
     def real_executor(self, request: RunRequest) -> Executor:
         if request.dtype not in (None, "float32"):
             raise UsageError(f"device 'tpu-v3' runs float32 (bf16 on the MXU); got dtype '{request.dtype}'")
-        return jax_on_device(request.kernel, request.workload, platform="tpu", precision=str(request.mode),
-                             engine=request.engine,
-                             what=str(self.detect_real()))
+        return jax_on_device(
+            request.kernel,
+            request.workload,
+            platform="tpu",
+            precision=str(request.mode),
+            engine=request.engine,
+            what=str(self.detect_real()),
+        )
 
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
         """32 GiB of HBM; connected io-ehh only up to the study's largest network (125,000 cells)."""
@@ -344,8 +360,9 @@ class TpuV3Device(EmulatedDevice):
         need = fp.bytes(value=4)
         answer = capacity_support(need, HBM_BYTES, "32 GiB HBM", fp.cells)
         if answer.ok and kernel.name == "io-ehh" and connected and fp.cells > STUDY_ERRATIC:
-            answer = Support.yes(f"{answer.reason}; the study saw erratic run times beyond ~{STUDY_ERRATIC:,} "
-                                 "connected cells")
+            answer = Support.yes(
+                f"{answer.reason}; the study saw erratic run times beyond ~{STUDY_ERRATIC:,} connected cells"
+            )
         return answer
 
 
