@@ -20,7 +20,6 @@ SOFT_LIMIT = 60
 LONG_ALLOWED: dict[tuple[str, str], str] = {
     ("plugins/devices/spinnaker.py", "spinnaker_profile"): "data table: sPyNNaker's fixed-point formats per op class",
     ("plugins/devices/loihi.py", "loihi_profile"): "data table: Loihi's integer formats per op class, cited",
-    ("plugins/devices/ipu.py", "build_profile"): "data table: the IPU's number formats per op class, cited",
     ("plugins/groqware_shim/numerics.py", "build_profile"): "data table: the GroqChip's formats per op class, cited",
 }
 

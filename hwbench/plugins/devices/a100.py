@@ -167,28 +167,40 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         ops[OpClass.EXP] = faithful_exp(values["exp_ulps"], source=CUDA_EXPF, confidence=Confidence.ASSUMED)
     notes = knob_notes(knobs, values)
     if mode == "cuda-fp32":
-        description = "CUDA fp32 on the A100: IEEE fp32 elementwise, fp32 matrix products (TF32 disabled)"
-        notes = [
-            "Elementwise +, -, *, / are IEEE fp32 with round to nearest even on the CUDA cores; confidence: "
-            "documented (CUDA C++ Programming Guide, Floating-Point Standard).",
-            f"Matrix products in fp32, TF32 off ({JAX_PRECISION}; NVIDIA_TF32_OVERRIDE=0 does the same for "
-            "NVIDIA libraries); confidence: documented.",
-            XLA_CPU_NOTE,
-            *notes,
-        ]
-        if not ops:
-            return native_profile(
-                name="a100-cuda-fp32", device="a100", mode=mode, description=description, notes=notes, parameters=values
-            )
-        return NumericsProfile(
-            name="a100-cuda-fp32",
-            device="a100",
-            mode=mode,
-            description=description,
-            ops=ops,
-            parameters=values,
-            notes=notes,
+        return _cuda_fp32_profile(values, ops, notes)
+    return _tensorrt_profile(values, ops, notes)
+
+
+def _cuda_fp32_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], notes: list[str]) -> NumericsProfile:
+    """CUDA fp32: IEEE elementwise and fp32 matrix products; only the exp knob departs from native."""
+    mode = "cuda-fp32"
+    description = "CUDA fp32 on the A100: IEEE fp32 elementwise, fp32 matrix products (TF32 disabled)"
+    notes = [
+        "Elementwise +, -, *, / are IEEE fp32 with round to nearest even on the CUDA cores; confidence: "
+        "documented (CUDA C++ Programming Guide, Floating-Point Standard).",
+        f"Matrix products in fp32, TF32 off ({JAX_PRECISION}; NVIDIA_TF32_OVERRIDE=0 does the same for "
+        "NVIDIA libraries); confidence: documented.",
+        XLA_CPU_NOTE,
+        *notes,
+    ]
+    if not ops:
+        return native_profile(
+            name="a100-cuda-fp32", device="a100", mode=mode, description=description, notes=notes, parameters=values
         )
+    return NumericsProfile(
+        name="a100-cuda-fp32",
+        device="a100",
+        mode=mode,
+        description=description,
+        ops=ops,
+        parameters=values,
+        notes=notes,
+    )
+
+
+def _tensorrt_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], notes: list[str]) -> NumericsProfile:
+    """TensorRT with kTF32: TF32 multiplicands, fp32 accumulation, optionally gathers as one-hot products."""
+    mode = "tensorrt"
     rounding = RoundingMode(values["tf32_rounding"])
     ops[OpClass.MATMUL_INPUT] = OpNumerics(
         format="tf32",
