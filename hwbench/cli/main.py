@@ -8,6 +8,7 @@ one line on stderr; a traceback only with ``--debug`` or ``HWBENCH_DEBUG=1``.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
@@ -131,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         return _stdout_closed()
     finally:
         _show_plugin_warnings()
+        if argv is None:  # the command has ended: a late Ctrl-C must not turn its exit code into a signal death
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run(argv: list[str] | None, debug: bool) -> int:
