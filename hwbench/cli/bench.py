@@ -22,7 +22,7 @@ from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.files import OutputDir
 from hwbench.core.kernel import Kernel
 from hwbench.core.plugins import Registry, get_registry
-from hwbench.core.results import BenchResult, write_json
+from hwbench.core.results import BenchResult, Timing, write_json
 from hwbench.core.runner import check_trace_memory, resolve_mode
 
 BENCH_COLUMNS = ["engine", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF", "cell-steps/s"]
@@ -182,9 +182,9 @@ def _run_plan(registry: Registry, plan: BenchPlan, as_json: bool) -> BenchResult
     ) as progress:
         task = progress.add_task("bench", total=len(plan.configs()))
 
-        def tick(label: str, timing: object) -> None:
+        def tick(label: str, timing: Timing | None) -> None:
             interrupts.check()
-            status = "skipped" if timing is None else f"{timing.us_per_step:.1f} us/step"  # type: ignore[attr-defined]
+            status = "skipped" if timing is None else f"{timing.us_per_step:.1f} us/step"
             progress.update(task, advance=1, description=f"{label}: {status}")
 
         return run_bench(registry, plan, tick)

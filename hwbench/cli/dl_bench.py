@@ -44,7 +44,7 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
     plan = DLBenchPlan(
         kernel=opts.kernel,
         device=opts.device,
-        configs=resolve_configs(kernel, opts.dl_config),  # type: ignore[arg-type]
+        configs=resolve_configs(kernel, opts.dl_config),  # type: ignore[arg-type]  # a DL-family kernel (run_dl_cli is called for those only)
         precisions=resolve_precisions(opts.dl_precision),
         engines=engines,
         repeats=opts.repeats,
@@ -62,8 +62,8 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
     ) as progress:
         task = progress.add_task("bench", total=len(plan.cases()))
 
-        def tick(label: str, timing: object) -> None:
-            status = "skipped" if timing is None else f"{timing.dl.tflops * 1e3:.1f} GFLOPS"  # type: ignore[attr-defined]
+        def tick(label: str, timing: Timing | None) -> None:
+            status = "skipped" if timing is None or timing.dl is None else f"{timing.dl.tflops * 1e3:.1f} GFLOPS"
             progress.update(task, advance=1, description=f"{label}: {status}")
 
         result = run_dl_bench(registry, plan, tick)

@@ -102,8 +102,8 @@ class Engine(ABC):
                 executor.engine_name = self.name
             return executor
 
-        named_build._names_executor = True  # type: ignore[attr-defined]
-        cls.build = named_build  # type: ignore[method-assign]
+        named_build._names_executor = True  # type: ignore[attr-defined]  # a marker: wrapped once only
+        cls.build = named_build  # type: ignore[method-assign]  # the wrapper replaces the subclass's own build
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:

@@ -41,7 +41,7 @@ def install() -> None:
     def hook(unraisable: object) -> None:
         if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
             return  # recorded in _pending; check() raises it where it can be handled
-        default_hook(unraisable)  # type: ignore[arg-type]
+        default_hook(unraisable)  # type: ignore[arg-type]  # typeshed's UnraisableHookArgs is not constructible
 
     sys.unraisablehook = hook
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -80,7 +80,7 @@ class Prepared:
     device: Device
     mode: str
     workload: Workload
-    execution: str  # "real" | "emulated"
+    execution: Literal["real", "emulated"]
 
 
 def prepare(
@@ -193,7 +193,7 @@ def timing_record(prep: Prepared, executor: Executor, setup_s: float, samples: l
         kernel=kernel.name,
         device=prep.device.name,
         mode=prep.mode,
-        execution=prep.execution,  # type: ignore[arg-type]
+        execution=prep.execution,
         engine=executor.engine_name + (f" ({executor.detail})" if executor.detail else ""),
         dtype=str(executor.dtype),
         ncells=workload.size,

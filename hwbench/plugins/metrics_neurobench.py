@@ -28,7 +28,7 @@ NEURON_OPS: dict[str, dict[str, int]] = {
 def _info(name: str, kind: str, unit: str, summary: str, definition: str, requires: list[str]) -> MetricInfo:
     return MetricInfo(
         name=name,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]  # the Literal is checked by MetricInfo's validation
         unit=unit,
         summary=summary,
         definition=definition,
