@@ -104,8 +104,7 @@ def test_sigint_at_a_random_point_leaves_nothing_behind(name: str, argv: list[st
 
 
 def test_a_second_writer_of_one_out_folder_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # the full validation (tens of seconds): a --quick one could finish before the second writer starts
-    proc = start(["audit", "-d", "cpu:fp32", "--protocol", "validation", "--out", "o"], tmp_path)
+    proc = start(["audit", "-d", "cpu:fp32", "--quick", "--protocol", "validation", "--out", "o"], tmp_path)
     try:
         deadline = time.monotonic() + 60
         lock = tmp_path / "o" / LOCK_NAME
