@@ -44,8 +44,11 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 def test_only_carrier_range_formats_take_the_short_path() -> None:
     assert fast_rounder(FORMATS["bf16"], RoundingMode.NEAREST_EVEN, "float32") is not None
     assert fast_rounder(FORMATS["tf32"], RoundingMode.STOCHASTIC, "float32") is not None
-    # a narrower exponent range has a short path for nearest-even only
+    # a narrower exponent range has a short path for nearest-even and stochastic rounding
     assert fast_rounder(FORMATS["fp16"], RoundingMode.NEAREST_EVEN, "float32") is not None
+    assert fast_rounder(FORMATS["fp16"], RoundingMode.STOCHASTIC, "float32") is not None
+    assert fast_rounder(FORMATS["fp16"], RoundingMode.STOCHASTIC, "float64") is None
+    assert fast_rounder(FORMATS["fp8-e5m2fnuz"], RoundingMode.STOCHASTIC, "float32") is None
     assert fast_rounder(FORMATS["fp16"], RoundingMode.UP, "float32") is None
     assert fast_rounder(custom_float(10, -14, 15, subnormals="ftz"), RoundingMode.NEAREST_EVEN, "float32") is None
     assert fast_rounder(FORMATS["fp8-e4m3fn"], RoundingMode.NEAREST_EVEN, "float32") is None  # no inf
@@ -171,3 +174,56 @@ def test_half_through_xla_conversion_matches_round_float() -> None:
         got = np.asarray(jax.jit(lambda v, rounder=rounder: rounder(jnp, v))(jnp.asarray(x)))
         with np.errstate(all="ignore"):
             assert same_bits(got, round_float(x, fmt, "nearest-even"))
+
+
+@settings(max_examples=40)
+@given(
+    mantissa=st.integers(1, 20),
+    emin=st.integers(2, 120),
+    kind=st.sampled_from(["inf", "saturate", "fn"]),
+    random_bits=st.sampled_from([32, 32, 32, 13, 1]),
+    seed=st.integers(0, 2**40),
+    counter=st.integers(0, 2**32 - 1),
+    data_seed=st.integers(0, 2**32 - 1),
+)
+def test_narrow_range_stochastic_matches_round_float(
+    mantissa: int, emin: int, kind: str, random_bits: int, seed: int, counter: int, data_seed: int
+) -> None:
+    """fp16-like formats rounded stochastically (the IPU's every op): the same random bits, the same
+    result as the general algorithm; 32 random bits take the short sequence, others the general one."""
+    overflow = "saturate" if kind == "saturate" else "inf"
+    special = "fn" if kind == "fn" else "ieee"
+    fmt = custom_float(mantissa, -emin, emin + 1, overflow=overflow, special=special)
+    rounder = fast_rounder(fmt, RoundingMode.STOCHASTIC, "float32")
+    assert rounder is not None
+    rng = np.random.default_rng(data_seed)
+    near = rng.standard_normal(4096) * 2.0 ** rng.integers(-emin - mantissa - 3, emin + 3, 4096)
+    x = np.concatenate(
+        [bit_patterns(np.float32, data_seed), _near_thresholds(fmt, np.float32), near.astype(np.float32)]
+    )
+    index = flat_index(np, x.shape)
+    with np.errstate(all="ignore"):
+        got = rounder(np, x, seed=seed, counter=counter, random_bits=random_bits, index=index)
+        want = round_float(x, fmt, "stochastic", seed=seed, counter=counter, random_bits=random_bits)
+    assert same_bits(got, want)
+
+
+def test_half_stochastic_under_jax_matches_round_float() -> None:
+    """The IPU's fp16 formats, every binade and rounding point (``_half_critical_patterns``), jitted."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from hwbench.plugins.devices.ipu import FP16_CLIP, FP16_NANOO
+
+    x = _half_critical_patterns()
+    for fmt in (FP16_CLIP, FP16_NANOO, FORMATS["fp16"], FORMATS["fp8-e5m2"]):
+        rounder = fast_rounder(fmt, RoundingMode.STOCHASTIC, "float32")
+        assert rounder is not None
+
+        @jax.jit
+        def run(v, counter, rounder=rounder):
+            return rounder(jnp, v, seed=2**33 + 5, counter=counter, index=flat_index(jnp, v.shape))
+
+        got = np.asarray(run(jnp.asarray(x), jnp.uint32(9)))
+        with np.errstate(all="ignore"):
+            assert same_bits(got, round_float(x, fmt, "stochastic", seed=2**33 + 5, counter=9))

@@ -11,6 +11,10 @@ carrier's own (a carry out of the top binade gives the infinity bit pattern). Ro
 a constant-shift integer sequence of three to six operations plus a NaN guard, which XLA fuses
 into the surrounding arithmetic.
 
+Formats with a narrower exponent range than the carrier's (fp16 on fp32) have two short
+sequences of their own: nearest-even (XLA's float16 conversion under JAX) and stochastic rounding
+(the IPU rounds every fp16 operation so), each about half the general algorithm or less.
+
 :func:`fast_rounder` returns such a rounder when the format qualifies and None otherwise (the
 caller uses round_float). The results are bit-identical to round_float for every input,
 stochastic rounding included (same random bits, same comparison); the tests check this.
@@ -46,6 +50,8 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
     m_c, emin, emax, udt, _ = _CARRIERS[carrier]
     if mode is RoundingMode.NEAREST_EVEN and fmt.emin > emin:
         return _narrow_nearest_rounder(fmt, carrier)
+    if mode is RoundingMode.STOCHASTIC and fmt.emin > emin:
+        return _narrow_stochastic_rounder(fmt, carrier)
     natural_max = float(np.ldexp(2.0 - np.ldexp(1.0, -fmt.mantissa_bits), emax))
     if not (
         fmt.emin == emin
@@ -134,6 +140,75 @@ def _narrow_nearest_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
         # s > m_c: |x| < 2^(emin - m), rounds to 0 or, above half of it, up to it
         half_q = (e_field == u(first_regular - 1)) & ((mag & u(p.frac_mask)) != u(0))
         res = xp.where(regular, res, xp.where(half_q, u(p.q_bits), u(0)))
+        res = xp.where(res > u(p.max_bits), u(overflow), res)
+        out = _from_bits(xp, res | (b & u(p.sign)), x.dtype)
+        return xp.where(xp.isnan(x), x, out)
+
+    return rounder
+
+
+def _narrow_stochastic_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
+    """Stochastic rounding onto a format with a narrower exponent range (fp16 on an fp32 carrier).
+
+    The IPU's fp16 mode rounds every operation stochastically; through the general algorithm that
+    was about forty integer operations per element. Same random bits, same decision as
+    :func:`hwbench.accuracy.numerics.rounding_bits.round_bits` with 32 random bits (round away
+    from zero when ``rand < floor(rem / 2^s * 2^32)``), in fewer steps:
+
+    * where the dropped bits ``s`` stay within the carrier's fraction (normals and the format's
+      upper subnormals), that decision is a carry: ``rem + (2^s - 1 - (rand >> (32 - s)))``
+      reaches ``2^s`` exactly when ``rand >> (32 - s) < rem``, so adding ``~rand >> (32 - s)`` to
+      the magnitude and clearing the low ``s`` bits rounds, carry into the exponent included;
+    * below (the candidates are 0 and the smallest subnormal ``2^(emin - m)``) the threshold
+      ``floor(sig * 2^(32 - s))`` is ``|x| * 2^(32 + m - emin)`` truncated to an integer: an exact
+      power-of-two scaling, at most ``2^32``;
+    * overflow as the general algorithm decides it for stochastic rounding (inf, or the largest
+      value where the format saturates, NaN where it has no inf), inf inputs alike; NaN keeps its
+      bits.
+
+    Other random-bit widths take the general algorithm (same bits). None for formats that flush
+    or have an unsigned zero.
+    """
+    from hwbench.accuracy.numerics.rounding_bits import plan
+
+    if fmt.subnormals != "keep" or fmt.special == "fnuz" or carrier != "float32":
+        return None
+    p = plan(fmt, carrier, RoundingMode.STOCHASTIC)
+    if not (1 <= fmt.mantissa_bits < p.m_c and p.t - fmt.mantissa_bits >= 2):
+        return None
+    first_regular = p.t - fmt.mantissa_bits  # lowest exponent field with s <= m_c
+    k = 32 + fmt.mantissa_bits - fmt.emin  # |x| * 2^k: the tiny lanes' threshold (2^k may pass fp32's range)
+    scales = (
+        [np.float32(np.ldexp(1.0, k // 2)), np.float32(np.ldexp(1.0, k - k // 2))]
+        if k > 127
+        else [np.float32(np.ldexp(1.0, k))]
+    )
+    overflow = p.max_bits if p.saturate else (p.inf if p.has_inf else p.qnan)
+
+    def rounder(xp: Any, x: Any, *, seed: int = 0, counter: Any = 0, random_bits: int = 32, index: Any = None) -> Any:
+        if random_bits != 32:  # the general algorithm, with the same bits
+            from hwbench.accuracy.numerics.rounding_bits import round_bits
+
+            rand = uniform_bits(seed, counter, index, random_bits, xp=xp)
+            return _from_bits(xp, round_bits(xp, _to_bits(xp, x, np.uint32), p, rand, random_bits), x.dtype)
+
+        def u(c: int) -> Any:
+            return xp.asarray(c, dtype=np.uint32)
+
+        rand = uniform_bits(seed, counter, index, 32, xp=xp)
+        b = _to_bits(xp, x, np.uint32)
+        mag = b & u(p.abs_mask)
+        e_field = mag >> u(p.m_c)
+        regular = e_field >= u(first_regular)
+        s = u(p.d) + xp.maximum(u(p.t), e_field) - e_field  # d + max(0, t - e)
+        s = xp.minimum(s, u(p.m_c))  # (only regular lanes use it)
+        low = (u(1) << s) - u(1)
+        res = (mag + (~rand >> (u(32) - s))) & ~low
+        tiny = _from_bits(xp, xp.where(regular, u(0), mag), np.float32)  # |x| where it is tiny, else 0
+        for scale in scales:
+            tiny = tiny * scale
+        threshold = tiny.astype(np.uint32)
+        res = xp.where(regular, res, xp.where(rand < threshold, u(p.q_bits), u(0)))
         res = xp.where(res > u(p.max_bits), u(overflow), res)
         out = _from_bits(xp, res | (b & u(p.sign)), x.dtype)
         return xp.where(xp.isnan(x), x, out)
