@@ -2,10 +2,9 @@
 
 Under jax.jit, on a pass-major connection list (io-ehh's 64-cell torus), for the device profiles
 that take the fused path (one-hot lowering with fp16 / TF32 inputs, an error model in the map,
-stochastic rounding keyed by element, gathers and sums rounded stochastically to fp16) and for the
-inputs where the one-hot lowering's special rules act: one or two non-finite sources, NaN, terms
-that overflow the matrix unit's input format, and sums of negative zeros (the table lowering's
-padding turned them into +0).
+stochastic rounding keyed by element) and for the inputs where the one-hot lowering's special
+rules act: one or two non-finite sources, NaN, terms that overflow the matrix unit's input
+format, and sums of negative zeros (the table lowering's padding turned them into +0).
 """
 
 from __future__ import annotations
@@ -59,9 +58,6 @@ def _profiles() -> dict[str, NumericsProfile]:
         "groq-fp32-exact-vector": devices["groq"].numerics("fp32-exact-vector"),
         "a100-tensorrt": devices["a100"].numerics("tensorrt"),
         "tpu-v3-default": devices["tpu-v3"].numerics("default"),
-        # gathers and scatter-adds rounded stochastically to fp16: the gathered values in each pass
-        "ipu-fp16-sr": devices["ipu"].numerics("fp16-sr"),
-        "ipu-fp16-sr-nanoo": devices["ipu"].numerics("fp16-sr", {"nanoo": True}),
         "stochastic-map": STOCHASTIC,
         "one-hot-bf16": ONE_HOT_BF16,
     }

@@ -12,10 +12,7 @@ map and roundings inside it, so the result is the composition's, bit for bit:
 
 * the map sees each pass's slice of connections. Its roundings keep their keys: the op sequence
   number restarts at the same value for every pass, and counter-based random bits are keyed by
-  each element's position in the whole connection list (``EmulatingOps._index_offset``). Where
-  the gather class rounds its results (the IPU's fp16, stochastically), each pass rounds its two
-  gathered slices first, keyed the same way; the sums are rounded after the loop, as the
-  scatter-add's result;
+  each element's position in the whole connection list (``EmulatingOps._index_offset``);
 * the one-hot gather's input rounding and contamination act on the *source* array (729 values,
   not 7,290 gathered ones): a gathered element is NaN exactly when some *other* source element
   is non-finite, which depends only on the source element it reads;
@@ -26,8 +23,8 @@ map and roundings inside it, so the result is the composition's, bit for bit:
 * the table lowering added padding zeros to targets with fewer partners than the widest, which
   turns a sum of ``-0.0`` into ``+0.0``; that is kept.
 
-Used only where that equivalence is clear: counters off, no rounding of the one-hot gather's
-results or accumulation, a deterministic one-hot input rounding, and every
+Used only where that equivalence is clear: counters off, no rounding of the gathered values
+themselves or of the one-hot accumulation, a deterministic one-hot input rounding, and every
 stochastic rounding on the short integer path (whose random bits take an explicit index).
 Otherwise :func:`fused_gather_map_scatter` returns None and the caller composes. It is a part of
 :class:`~hwbench.accuracy.numerics.emulate.EmulatingOps` kept in its own module, and uses its internals.
@@ -68,7 +65,7 @@ def fused_gather_map_scatter(
         return None
     rule = ops.rules[OpClass.GATHER]
     one_hot = rule.lowering == "one-hot-matmul"
-    if rule.input_fmt is not None or (rule.rounds and one_hot):
+    if rule.rounds or rule.input_fmt is not None:
         return None
     inp, acc = ops.rules[OpClass.MATMUL_INPUT], ops.rules[OpClass.MATMUL_ACCUMULATE]
     keyed_input = inp.error is not None or (inp.fmt is not None and inp.mode is RoundingMode.STOCHASTIC)
@@ -84,8 +81,7 @@ def fused_gather_map_scatter(
         ops._round_result(inp, value, tag)
         source = ops._one_hot_contamination(source, source)
     track = one_hot and not _sums_reveal_nonfinite_terms(inp.max_value, tgt, size, value.dtype)
-    gather = rule if rule.rounds else None
-    passes = _PassMessages(ops, message, plan, gathered_tag, gather, inp if one_hot else None, track)
+    passes = _PassMessages(ops, message, plan, gathered_tag, inp if one_hot else None, track)
     total = fused(raw, passes, source, src, tgt, size)
     ops._index_offset = 0
     if one_hot:
@@ -124,7 +120,6 @@ class _PassMessages:
         message: Callable[[Any, Any], Any],
         plan: PassPlan,
         tag: Any,
-        gather_rule: Any,
         one_hot_input: Any,
         track_poison: bool,
     ) -> None:
@@ -137,18 +132,13 @@ class _PassMessages:
         self.first_op = ops._op
         self.calls = 0
         self.poison: Any = None  # per ranked target: 0, or NaN where a term was non-finite
-        self.gather_rule = gather_rule  # the gather's result rounding (not one-hot), or None
 
     def __call__(self, at_src: Any, at_tgt: Any) -> Any:
         ops, k = self.ops, self.calls
         ops._op = self.first_op
         ops._index_offset = self.plan.offsets[k]
         self.calls += 1
-        src_tag = tgt_tag = self.tag
-        if self.gather_rule is not None:  # the two gathers' roundings (op numbers and keys as unfused)
-            at_src, src_tag = ops._round_result(self.gather_rule, at_src, self.tag)
-            at_tgt, tgt_tag = ops._round_result(self.gather_rule, at_tgt, self.tag)
-        out = self.message(EmuArray(at_src, ops, src_tag), EmuArray(at_tgt, ops, tgt_tag))
+        out = self.message(EmuArray(at_src, ops, self.tag), EmuArray(at_tgt, ops, self.tag))
         values, tag = ops._operand(out)
         if self.one_hot_input is None:
             return values
