@@ -12,10 +12,12 @@ setup (trace + compile) time, and the issue's bound for the mode: 1.5x native, 3
 with stochastic rounding.
 
     python benchmarks/device_emulation.py [--cells 729] [--ms 100] [--repeat 7]
-        [--devices a100,groq] [--floor] [--json]
+        [--devices a100,groq] [--floor] [--ablate] [--json]
 
 ``--floor`` adds, per emulating mode, the floor of its arithmetic on this machine: the roundings one
-step performs times the measured cost of each (see :func:`rounding_floor`).
+step performs times the measured cost of each (see :func:`rounding_floor`). ``--ablate`` adds, per
+emulating mode, one run per op class its profile changes, with that class computed natively, timed
+in the same turns: where the mode's time goes (see :func:`ablations`).
 
 Modes that are IEEE fp32 on io-ehh (a100 cuda-fp32, ipu fp32) compile the native program and
 are listed as a check of that. Loihi and SpiNNaker refuse io-ehh and are skipped.
@@ -55,6 +57,13 @@ class Config:
         return STOCHASTIC_BOUND if self.stochastic else BOUND
 
 
+def build_is_emulated(config: Config) -> bool:
+    """Whether ``config``'s mode has a numerics profile (not the native program)."""
+    from hwbench.core.plugins import get_registry
+
+    return get_registry().devices[config.device].numerics(config.mode) is not None
+
+
 def configs(kernel: Any, only: set[str] | None) -> list[Config]:
     """The native run first, then every device mode that supports io-ehh."""
     from hwbench.accuracy.numerics.formats import RoundingMode
@@ -81,6 +90,28 @@ def build(config: Config, kernel: Any, workload: Any) -> tuple[Any, float]:
         kernel, workload, mode=config.mode, engine="jax", dtype="float32", sample_every=kernel.info.sample_every
     )
     return executor, time.perf_counter() - start
+
+
+def ablations(config: Config, kernel: Any, workload: Any) -> dict[str, Any]:
+    """Executors of ``config`` with one op class at a time computed natively (IEEE fp32, nearest,
+    no error model, no lowering): the drop in time from the full mode is that class's share. Not a
+    device mode anyone runs; a profiling aid, so the executors are labelled ``... without <class>``.
+    """
+    from hwbench.accuracy.numerics.emulated_device import emulated_executor
+    from hwbench.accuracy.numerics.profile import OpNumerics
+    from hwbench.core.device import RunRequest
+    from hwbench.core.plugins import get_registry
+
+    profile = get_registry().devices[config.device].numerics(config.mode)
+    request = RunRequest.make(kernel, workload, engine="jax", dtype="float32", sample_every=kernel.info.sample_every)
+    out: dict[str, Any] = {}
+    for cls, op in profile.ops.items():
+        native = OpNumerics(format="fp32", source="ablation: computed natively", confidence=op.confidence)
+        if op.model_dump(exclude={"source", "confidence"}) == native.model_dump(exclude={"source", "confidence"}):
+            continue
+        ablated = profile.model_copy(update={"ops": {**profile.ops, cls: native}})
+        out[f"{config.label} without {cls.value}"] = emulated_executor(request, ablated)
+    return out
 
 
 def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float) -> dict[str, float]:
@@ -173,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per configuration (min is kept)")
     parser.add_argument("--devices", default=None, help="comma-separated devices (default: every built-in one)")
     parser.add_argument("--floor", action="store_true", help="also measure each emulating mode's rounding floor")
+    parser.add_argument("--ablate", action="store_true", help="also time each mode with one op class made native")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     args = parser.parse_args(argv)
 
@@ -187,8 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     for config in chosen:
         print(f"building {config.label} ...", file=sys.stderr)
         executors[config.label], setup[config.label] = build(config, kernel, workload)
+    ablated: dict[str, Any] = {}
+    for config in chosen[1:] if args.ablate else []:
+        if build_is_emulated(config):
+            print(f"building {config.label} with one op class at a time native ...", file=sys.stderr)
+            ablated.update(ablations(config, kernel, workload))
     print("timing ...", file=sys.stderr)
-    us = round_robin_us_per_step(executors, kernel, workload, args.ms, args.repeat, warmup=True)
+    us = round_robin_us_per_step({**executors, **ablated}, kernel, workload, args.ms, args.repeat, warmup=True)
     native = us[chosen[0].label]
     rows = [
         {
@@ -219,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         "load_avg_1min": os.getloadavg()[0],
     }
     if args.json:
-        json.dump({"meta": meta, "results": rows}, sys.stdout, indent=2)
+        ablation_rows = [{"label": label, "us_per_step": us[label], "ratio": us[label] / native} for label in ablated]
+        json.dump({"meta": meta, "results": rows, "ablations": ablation_rows}, sys.stdout, indent=2)
         print()
         return 0
     print(
@@ -243,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             if "random_bits_floor_ratio" in f:
                 line += f"; the random bits of its stochastic ones alone: >= {f['random_bits_floor_ratio']:.2f}x"
             print(line)
+    for label in ablated:
+        print(f"  {label:<46} {us[label]:9.1f} {us[label] / native:9.2f}")
     worst = max(r["ratio"] for r in rows)
     print(f"within bound: {sum(r['within_bound'] for r in rows)} of {len(rows)}; highest ratio {worst:.2f}")
     return 0
