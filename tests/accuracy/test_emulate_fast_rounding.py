@@ -118,7 +118,7 @@ def _near_thresholds(fmt: object, dtype: type) -> np.ndarray:
 @given(
     carrier=st.sampled_from(sorted(CARRIERS)),
     mantissa=st.integers(1, 20),
-    emin=st.integers(2, 120),
+    emin=st.integers(2, 105),  # t - m >= 2: formats the short sequence takes (up to m = 20)
     saturate=st.booleans(),
     data_seed=st.integers(0, 2**32 - 1),
 )
@@ -179,7 +179,7 @@ def test_half_through_xla_conversion_matches_round_float() -> None:
 @settings(max_examples=40)
 @given(
     mantissa=st.integers(1, 20),
-    emin=st.integers(2, 120),
+    emin=st.integers(2, 105),  # t - m >= 2: formats the short sequence takes (up to m = 20)
     kind=st.sampled_from(["inf", "saturate", "fn"]),
     random_bits=st.sampled_from([32, 32, 32, 13, 1]),
     seed=st.integers(0, 2**40),
