@@ -23,12 +23,15 @@ stochastic rounding included (same random bits, same comparison); the tests chec
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hwbench.accuracy.numerics.formats import FORMATS, FloatFormat, RoundingMode
 from hwbench.accuracy.numerics.random_bits import uniform_bits
+
+if TYPE_CHECKING:
+    from hwbench.accuracy.numerics.rounding_bits import Plan
 
 __all__ = ["fast_rounder"]
 
@@ -183,37 +186,41 @@ def _narrow_stochastic_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None
         if k > 127
         else [np.float32(np.ldexp(1.0, k))]
     )
-    overflow = p.max_bits if p.saturate else (p.inf if p.has_inf else p.qnan)
 
     def rounder(xp: Any, x: Any, *, seed: int = 0, counter: Any = 0, random_bits: int = 32, index: Any = None) -> Any:
+        rand = uniform_bits(seed, counter, index, random_bits, xp=xp)
+        b = _to_bits(xp, x, np.uint32)
         if random_bits != 32:  # the general algorithm, with the same bits
             from hwbench.accuracy.numerics.rounding_bits import round_bits
 
-            rand = uniform_bits(seed, counter, index, random_bits, xp=xp)
-            return _from_bits(xp, round_bits(xp, _to_bits(xp, x, np.uint32), p, rand, random_bits), x.dtype)
-
-        def u(c: int) -> Any:
-            return xp.asarray(c, dtype=np.uint32)
-
-        rand = uniform_bits(seed, counter, index, 32, xp=xp)
-        b = _to_bits(xp, x, np.uint32)
-        mag = b & u(p.abs_mask)
-        e_field = mag >> u(p.m_c)
-        regular = e_field >= u(first_regular)
-        s = u(p.d) + xp.maximum(u(p.t), e_field) - e_field  # d + max(0, t - e)
-        s = xp.minimum(s, u(p.m_c))  # (only regular lanes use it)
-        low = (u(1) << s) - u(1)
-        res = (mag + (~rand >> (u(32) - s))) & ~low
-        tiny = _from_bits(xp, xp.where(regular, u(0), mag), np.float32)  # |x| where it is tiny, else 0
-        for scale in scales:
-            tiny = tiny * scale
-        threshold = tiny.astype(np.uint32)
-        res = xp.where(regular, res, xp.where(rand < threshold, u(p.q_bits), u(0)))
-        res = xp.where(res > u(p.max_bits), u(overflow), res)
-        out = _from_bits(xp, res | (b & u(p.sign)), x.dtype)
+            return _from_bits(xp, round_bits(xp, b, p, rand, random_bits), x.dtype)
+        out = _from_bits(xp, _stochastic_narrow_bits(xp, b, rand, p, first_regular, scales), x.dtype)
         return xp.where(xp.isnan(x), x, out)
 
     return rounder
+
+
+def _stochastic_narrow_bits(xp: Any, b: Any, rand: Any, p: Plan, first_regular: int, scales: list[Any]) -> Any:
+    """The bits of :func:`_narrow_stochastic_rounder`'s result (NaN aside): the carry for regular
+    lanes, the threshold on the scaled magnitude for tiny ones, then overflow and the sign."""
+
+    def u(c: int) -> Any:
+        return xp.asarray(c, dtype=np.uint32)
+
+    mag = b & u(p.abs_mask)
+    e_field = mag >> u(p.m_c)
+    regular = e_field >= u(first_regular)
+    s = u(p.d) + xp.maximum(u(p.t), e_field) - e_field  # d + max(0, t - e)
+    s = xp.minimum(s, u(p.m_c))  # (only regular lanes use it)
+    low = (u(1) << s) - u(1)
+    res = (mag + (~rand >> (u(32) - s))) & ~low
+    tiny = _from_bits(xp, xp.where(regular, u(0), mag), np.float32)  # |x| where it is tiny, else 0
+    for scale in scales:
+        tiny = tiny * scale
+    res = xp.where(regular, res, xp.where(rand < tiny.astype(np.uint32), u(p.q_bits), u(0)))
+    overflow = p.max_bits if p.saturate else (p.inf if p.has_inf else p.qnan)
+    res = xp.where(res > u(p.max_bits), u(overflow), res)
+    return res | (b & u(p.sign))
 
 
 def _is_ieee_half(fmt: FloatFormat) -> bool:
