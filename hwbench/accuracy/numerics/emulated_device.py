@@ -13,7 +13,7 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from hwbench.core.device import Device, ProbeResult, RunRequest
-from hwbench.core.engine import Executor
+from hwbench.core.engine import Executor, OpsWrapper
 from hwbench.core.errors import UnavailableError, UsageError
 
 if TYPE_CHECKING:
@@ -110,18 +110,21 @@ class KnobbedDevice(EmulatedDevice):
         return self.build_profile(profile.mode, values)
 
 
-def emulated_executor(request: RunRequest, profile: NumericsProfile) -> Executor:
+def emulated_executor(request: RunRequest, profile: NumericsProfile, wrapper: OpsWrapper | None = None) -> Executor:
     """``request.kernel`` on a local engine (JAX by default) under ``profile``'s emulating ops.
 
     This is the emulation entry point every emulated device can use: the profile's carrier dtype,
     the request's engine, sampling and counters. ``counters`` (per-op-class event counts) roughly
-    triples the cost of emulation, so it is off except where forensics needs it."""
+    triples the cost of emulation, so it is off except where forensics needs it. ``wrapper``
+    replaces the emulating ops for devices whose arithmetic needs more (the TPU's multi-pass
+    bf16 matrix products)."""
     from hwbench.accuracy.numerics.emulate import emulating_ops
     from hwbench.core.engines.select import pick_engine
     from hwbench.core.plugins import get_registry
 
     chosen = pick_engine(get_registry().engines, request.engine, profile.carrier)
-    wrapper = emulating_ops(profile, counters=request.counters)
+    if wrapper is None:
+        wrapper = emulating_ops(profile, counters=request.counters)
     executor = chosen.build(
         request.kernel,
         request.workload,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hwbench.accuracy.numerics.emulated_device import EmulatedDevice
+from hwbench.accuracy.numerics.emulated_device import EmulatedDevice, emulated_executor
 from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode
 from hwbench.accuracy.numerics.presets import (
     EXP_ULPS_MAX,
@@ -306,32 +306,17 @@ class TpuV3Device(EmulatedDevice):
 
     def emulated(self, request: RunRequest, profile: NumericsProfile) -> Executor:
         """The emulation, with multi-pass matrix products where the profile asks for them."""
-        from hwbench.core.engines.select import pick_engine
-        from hwbench.core.plugins import get_registry
-
         passes = int(profile.parameters.get("bf16_passes", 1))
         split = str(profile.parameters.get("bf16_split", BF16_SPLIT.default))
         if passes == 1:
-            from hwbench.accuracy.numerics.emulate import emulating_ops
-
-            wrapper: Any = emulating_ops(profile, counters=request.counters)
-        elif passes in PASS_TERMS and split in BF16_SPLIT.choices:
+            return emulated_executor(request, profile)
+        if passes in PASS_TERMS and split in BF16_SPLIT.choices:
             wrapper = Bf16PassWrapper(profile, passes, split, counters=request.counters)
-        else:
-            raise UsageError(
-                f"profile '{profile.name}': bf16_passes must be 1, 3 or 6 and bf16_split one of "
-                f"{', '.join(BF16_SPLIT.choices)}; got {passes}, {split!r}"
-            )
-        chosen = pick_engine(get_registry().engines, request.engine, profile.carrier)
-        executor = chosen.build(
-            request.kernel,
-            request.workload,
-            dtype=profile.carrier,
-            sample_every=request.sample_every,
-            ops_wrapper=wrapper,
+            return emulated_executor(request, profile, wrapper)
+        raise UsageError(
+            f"profile '{profile.name}': bf16_passes must be 1, 3 or 6 and bf16_split one of "
+            f"{', '.join(BF16_SPLIT.choices)}; got {passes}, {split!r}"
         )
-        executor.detail = f"emulating {profile.name}"
-        return executor
 
     def real_executor(self, request: RunRequest) -> Executor:
         if request.dtype not in (None, "float32"):
