@@ -57,13 +57,6 @@ class Config:
         return STOCHASTIC_BOUND if self.stochastic else BOUND
 
 
-def build_is_emulated(config: Config) -> bool:
-    """Whether ``config``'s mode has a numerics profile (not the native program)."""
-    from hwbench.core.plugins import get_registry
-
-    return get_registry().devices[config.device].numerics(config.mode) is not None
-
-
 def configs(kernel: Any, only: set[str] | None) -> list[Config]:
     """The native run first, then every device mode that supports io-ehh."""
     from hwbench.accuracy.numerics.formats import RoundingMode
@@ -103,6 +96,8 @@ def ablations(config: Config, kernel: Any, workload: Any) -> dict[str, Any]:
     from hwbench.core.plugins import get_registry
 
     profile = get_registry().devices[config.device].numerics(config.mode)
+    if profile is None:  # the native program: nothing to ablate
+        return {}
     request = RunRequest.make(kernel, workload, engine="jax", dtype="float32", sample_every=kernel.info.sample_every)
     out: dict[str, Any] = {}
     for cls, op in profile.ops.items():
@@ -221,9 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         executors[config.label], setup[config.label] = build(config, kernel, workload)
     ablated: dict[str, Any] = {}
     for config in chosen[1:] if args.ablate else []:
-        if build_is_emulated(config):
-            print(f"building {config.label} with one op class at a time native ...", file=sys.stderr)
-            ablated.update(ablations(config, kernel, workload))
+        print(f"building {config.label} with one op class at a time native ...", file=sys.stderr)
+        ablated.update(ablations(config, kernel, workload))
     print("timing ...", file=sys.stderr)
     us = round_robin_us_per_step({**executors, **ablated}, kernel, workload, args.ms, args.repeat, warmup=True)
     native = us[chosen[0].label]
