@@ -15,9 +15,7 @@ from hypothesis import HealthCheck, settings
 settings.register_profile(
     "ci", max_examples=10_000, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.register_profile(
-    "thorough", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("thorough", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=300, deadline=None)
 settings.load_profile(os.environ.get("HWBENCH_HYPOTHESIS_PROFILE", "ci"))
 

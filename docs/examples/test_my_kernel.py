@@ -40,13 +40,15 @@ class CableKernel(Kernel):
         order = np.argsort(tgt, kind="stable")
         params = {"tau": 10.0, "g": 0.5, "dt": 0.05, **overrides}
         arrays = {"src": src[order].astype(np.int32), "tgt": tgt[order].astype(np.int32)}
-        return Workload("cable", size, {"connected": True, "seed": seed}, params, arrays,
-                        rng.normal(-65.0, 2.0, (1, size)))
+        return Workload(
+            "cable", size, {"connected": True, "seed": seed}, params, arrays, rng.normal(-65.0, 2.0, (1, size))
+        )
 
     def step(self, ops: Ops, state: Any, params: dict[str, Any], inputs: dict[str, Any], t: Any) -> Any:
         v = state[0]
-        coupling = ops.scatter_add(params["g"] * (ops.gather(v, params["src"]) - ops.gather(v, params["tgt"])),
-                                   params["tgt"], params["n"])
+        coupling = ops.scatter_add(
+            params["g"] * (ops.gather(v, params["src"]) - ops.gather(v, params["tgt"])), params["tgt"], params["n"]
+        )
         drive = 2.0 / (1 + ops.exp(-(v + 60.0) / 3.0))
         return ops.stack([v + params["dt"] * ((-65.0 - v) / params["tau"] + coupling + drive)])
 
@@ -63,10 +65,13 @@ def cable(register_plugin):
     return register_plugin(CablePlugin(), name="cable-plugin").kernel("cable")
 
 
-@pytest.mark.parametrize(("device", "mode", "max_mv"), [
-    ("a100", "tensorrt", 0.05),    # TF32 reaches the gathers if TensorRT lowers them to matmul (assumed)
-    ("groq", "default", 0.5),      # reduced-precision exp/div + fp16 one-hot gather: sub-mV expected
-])
+@pytest.mark.parametrize(
+    ("device", "mode", "max_mv"),
+    [
+        ("a100", "tensorrt", 0.05),  # TF32 reaches the gathers if TensorRT lowers them to matmul (assumed)
+        ("groq", "default", 0.5),  # reduced-precision exp/div + fp16 one-hot gather: sub-mV expected
+    ],
+)
 def test_cable_on_device_profiles(cable, device, mode, max_mv):
     worst = assert_kernel_matches_cpu("cable", device, mode=mode, size=32, samples=10, max_abs=max_mv)
     assert worst >= 0.0

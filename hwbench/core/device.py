@@ -174,6 +174,7 @@ class Device(ABC):
         """Shorthand for ``executor(RunRequest(kernel, workload, **options))`` (callers, not plugins)."""
         return self.executor(RunRequest.make(kernel, workload, **options))
 
+
 def takes_overrides(numerics: Any) -> bool:
     """Whether a device's ``numerics`` method accepts ``overrides`` (one written before it did not)."""
     import inspect

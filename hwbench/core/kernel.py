@@ -55,9 +55,7 @@ class KernelInfo(BaseModel):
         "e.g. every compartment's voltage",
     )
 
-    default_size: int = Field(
-        1000, gt=0, description="the size commands use when none is given (cells, neurons)"
-    )
+    default_size: int = Field(1000, gt=0, description="the size commands use when none is given (cells, neurons)")
     audit: AuditFacts = Field(
         default_factory=AuditFacts,
         description="the accuracy protocols this kernel declares (sizes, drive, what varies per cell) "

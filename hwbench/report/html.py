@@ -134,8 +134,10 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
         headers += [f"outside spikes {unit}".rstrip(), "matched", "hard check", "s"]
         verdicts = table(
             ["device", "mode", "verdict", "score", "reasons"],
-            [(v["device"], v["mode"], v["verdict"], v.get("score"), "; ".join(v.get("reasons", [])))
-             for v in p.get("verdicts", [])],
+            [
+                (v["device"], v["mode"], v["verdict"], v.get("score"), "; ".join(v.get("reasons", [])))
+                for v in p.get("verdicts", [])
+            ],
         )
         body = f"<p>{esc(p.get('description'))} <span class='muted'>{esc(p.get('reduced') or '')}</span></p>"
         body += f"<p>regime: {esc(p.get('regime'))}; protocol verdict: <b>{esc(p.get('verdict'))}</b></p>"

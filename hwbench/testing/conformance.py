@@ -212,9 +212,7 @@ class DeviceConformance:
             overrides=dict(self.workload_options),
         )
         refine = conformance_kernel.info.dt_param is not None  # discrete-time kernels have no dt to refine
-        settings = AuditSettings(
-            kernel=self.kernel, protocols=("conformance",), dt_refine=refine, refine_factors=(2,)
-        )
+        settings = AuditSettings(kernel=self.kernel, protocols=("conformance",), dt_refine=refine, refine_factors=(2,))
         auditor = Auditor(
             hwbench_registry,
             settings,

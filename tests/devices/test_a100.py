@@ -141,8 +141,9 @@ def test_probe_names_the_gpu_it_finds(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(a100, "tensorrt_backend", lambda: "ONNX Runtime TensorRT execution provider")
     probe = A100Device().probe()
     assert probe.status == "real"
-    assert probe.reason == ("real tensorrt: NVIDIA A100-SXM4-80GB via ONNX Runtime TensorRT execution provider; "
-                            "emulated: cuda-fp32")
+    assert probe.reason == (
+        "real tensorrt: NVIDIA A100-SXM4-80GB via ONNX Runtime TensorRT execution provider; emulated: cuda-fp32"
+    )
 
 
 def test_no_gpu_directory_means_no_gpu(tmp_path: Path) -> None:
@@ -184,4 +185,3 @@ def test_emulated_io_ehh_tf32_gap_junctions(gpu: A100Device) -> None:
     trt = gpu.executor_for(kernel, wl, mode="tensorrt", engine="numpy").run(wl.state0, inputs, 1).probes
     deviation = np.max(np.abs(trt - ref))
     assert 0 < deviation < 0.05  # mV, after 1 ms
-

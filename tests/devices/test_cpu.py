@@ -114,8 +114,11 @@ def test_devices_json_lists_cpu_and_the_accelerators(capsys: pytest.CaptureFixtu
         host.reset_registry()
     records = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert records["cpu"]["profiles"]["fp64"]["carrier"] == "float64"
-    for name, modes in {"a100": ["cuda-fp32", "tensorrt"], "tpu-v3": ["default", "high", "highest"],
-                        "ipu": ["fp32", "fp16-sr"]}.items():
+    for name, modes in {
+        "a100": ["cuda-fp32", "tensorrt"],
+        "tpu-v3": ["default", "high", "highest"],
+        "ipu": ["fp32", "fp16-sr"],
+    }.items():
         record = records[name]
         assert record["modes"] == modes
         assert record["status"] in ("real", "emulated") and record["reason"]

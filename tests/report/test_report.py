@@ -67,7 +67,7 @@ def test_pages_are_self_contained_and_complete(pages) -> None:
     assert "Measurement: no verdict" in pages["bench"].read_text()
     assert "Probed traces" in pages["run"].read_text()
     history = pages["history"].read_text()
-    assert "3 stored result(s)" in history and "<h2>History</h2><img src=\"data:image/png;base64," in history
+    assert "3 stored result(s)" in history and '<h2>History</h2><img src="data:image/png;base64,' in history
 
 
 def test_bad_targets_exit_2(tmp_path, capsys) -> None:

@@ -342,7 +342,11 @@ class JaxOps:
     def conv2d(self, x: Any, w: Any, padding: tuple[int, int], precision: str | None = None) -> Any:
         ph, pw = padding
         return self._jax.lax.conv_general_dilated(
-            x, w, (1, 1), ((ph, ph), (pw, pw)), dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            x,
+            w,
+            (1, 1),
+            ((ph, ph), (pw, pw)),
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
             precision=_lax_precision(self._jax, precision),
         )
 

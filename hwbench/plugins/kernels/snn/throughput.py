@@ -43,9 +43,7 @@ def synthetic_batch(spec: nets.NetSpec, batch: int, seed: int = 0) -> tuple[np.n
     return x.astype(np.float32), rng.integers(0, nets.N_CLASSES, batch)
 
 
-def _linear_population(
-    ops: Any, spec: nets.NetSpec, st: dict[str, Any], drive: Any, v: Any = None
-) -> dict[str, Any]:
+def _linear_population(ops: Any, spec: nets.NetSpec, st: dict[str, Any], drive: Any, v: Any = None) -> dict[str, Any]:
     z = drive if v is None else drive + ops.matmul(st["z"], v)
     return {**st, "z": z}
 
