@@ -7,8 +7,12 @@ contract version. :data:`CONTRACT_VERSION` counts incompatible changes:
 
 * **1** (hwbench 0.1): ``Device.executor(kernel, workload, *, mode, engine, dtype, profile)``,
   a keyword list that grew with every feature.
-* **2** (this version): ``Device.executor(request: RunRequest)``: one typed request; new options
-  become new fields with "as before" defaults, so they never break an installed plugin.
+* **2**: ``Device.executor(request: RunRequest)``: one typed request; new options become new
+  fields with "as before" defaults, so they never break an installed plugin.
+* **3** (this version): audit protocols are plugins (hook ``hwbench_audit_protocols``,
+  :class:`AuditProtocol`), and a kernel declares the absolute floors of its audit in its probe's
+  unit (``AuditFacts.floors``). A kernel declaring validation or stress without floors was written
+  for contract 2: it is judged with contract 2's floors (in mV) through an adapter, with a note.
 
 A plugin may declare the contract it was written for with a module-level
 ``HWBENCH_CONTRACT = 2`` in its entry-point module. A plugin that declares a contract newer than
@@ -25,6 +29,8 @@ from hwbench.accuracy.numerics.formats import FixedFormat, FloatFormat, Rounding
 from hwbench.accuracy.numerics.presets import Knob
 from hwbench.accuracy.numerics.profile import Confidence, ErrorModel, NumericsProfile, OpNumerics
 from hwbench.core.activity import Activity, Structure, connection_activity, layer_activity
+from hwbench.core.audit_protocol import AuditContext, AuditProtocol, AuditSettings, Candidate, Compared, ProtocolInfo
+from hwbench.core.audit_report import AuditReport, CandidateVerdict, ProtocolReport, RunSummary, Verdict, combine
 from hwbench.core.contract import CONTRACT_VERSION
 from hwbench.core.device import Device, DeviceKind, DeviceSpec, ProbeResult, RunRequest, Support
 from hwbench.core.energy import EnergyReading, PublishedEnergy
@@ -48,7 +54,7 @@ from hwbench.core.kernel import Kernel, KernelInfo, SpikeRule, Workload
 from hwbench.core.metric import Metric, MetricInfo, evaluate
 from hwbench.core.ops import OPS_FUNCTIONS, OpClass, Ops
 from hwbench.core.plugins import get_registry
-from hwbench.core.protocol_facts import AuditFacts, StressFacts, ValidationFacts
+from hwbench.core.protocol_facts import AuditFacts, AuditFloors, SpikeTrainFacts, StressFacts, ValidationFacts
 from hwbench.core.scenario import Trace
 
 __all__ = [
@@ -60,8 +66,16 @@ __all__ = [
     "EXIT_USAGE",
     "OPS_FUNCTIONS",
     "Activity",
+    "AuditContext",
     "AuditFacts",
+    "AuditFloors",
+    "AuditProtocol",
+    "AuditReport",
+    "AuditSettings",
+    "Candidate",
+    "CandidateVerdict",
     "CheckFailed",
+    "Compared",
     "Confidence",
     "Device",
     "DeviceKind",
@@ -87,11 +101,15 @@ __all__ = [
     "OpsWrapper",
     "PluginError",
     "ProbeResult",
+    "ProtocolInfo",
+    "ProtocolReport",
     "PublishedEnergy",
     "RoundingMode",
     "RunOutput",
     "RunRequest",
+    "RunSummary",
     "SpikeRule",
+    "SpikeTrainFacts",
     "SteppedOps",
     "StressFacts",
     "Structure",
@@ -100,7 +118,9 @@ __all__ = [
     "UnavailableError",
     "UsageError",
     "ValidationFacts",
+    "Verdict",
     "Workload",
+    "combine",
     "connection_activity",
     "custom_float",
     "emulated_executor",

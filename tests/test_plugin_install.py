@@ -41,7 +41,7 @@ BROKEN = {
     "broken-import": "ImportError: needs vendor SDK libfoo.so",
     "broken-hook": "hwbench_kernels raised RuntimeError: kernel catalogue /opt/foo/kernels.json not found",
     "dup-cpu": "device 'cpu' is already registered by plugin 'builtin-cpu'",
-    "future-contract": "needs hwbench plugin contract 99; this hwbench implements contract 2 (upgrade hwbench)",
+    "future-contract": "needs hwbench plugin contract 99; this hwbench implements contract 3 (upgrade hwbench)",
 }
 THIRD_PARTY = {"example", "acme", *BROKEN}
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info", ".pytest_cache")
@@ -198,7 +198,11 @@ def test_plugins_lists_each_third_party_plugin_with_its_outcome(venv: Venv) -> N
     assert example["source"] == "entry point"
     assert (example["distribution"], example["version"]) == ("hwbench-example", "0.1.0")
     assert example["status"] == "loaded"
-    assert example["provides"] == {"devices": ["example-dsp"], "metrics": ["example-rms-deviation"]}
+    assert example["provides"] == {
+        "devices": ["example-dsp"],
+        "metrics": ["example-rms-deviation"],
+        "protocols": ["example-range"],
+    }
     for name, error in BROKEN.items():
         assert plugins[name]["status"] == "failed", plugins[name]
         assert plugins[name]["distribution"] == "hwbench-broken"
@@ -285,7 +289,7 @@ def test_the_guide_builds_a_whole_plugin() -> None:
 def test_the_guide_plugin_is_loaded_on_the_current_contract(venv: Venv) -> None:
     acme = venv.plugins()["acme"]
     assert acme["status"] == "loaded", acme["error"]
-    assert acme["contract"] == 2 and acme["notes"] == []
+    assert acme["contract"] == 3 and acme["notes"] == []
     assert acme["provides"] == {"engines": ["acme-sim"], "devices": ["acme-npu"], "metrics": ["acme-max-rel-dev"]}
 
 
@@ -308,6 +312,20 @@ def test_the_guide_device_audits_cleanly_through_the_cli(venv: Venv) -> None:
     assert candidates and all(r["device"] == "acme-npu" and r["execution"] == "emulated" for r in candidates)
     assert all(r["profile"] == "acme-npu-default" for r in candidates)
     assert all("max_rel" in r["metrics"]["acme-max-rel-dev"] for r in candidates)
+
+
+# --- a third-party audit protocol (plugin contract 3) ------------------------------------------------
+def test_a_third_party_protocol_is_installed_and_run_by_hwbench_audit(venv: Venv) -> None:
+    proc = venv.cli("audit", "--device", "example-dsp", "--device", "cpu:fp32", "--protocol", "example-range", "--json")
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    (protocol,) = report["protocols"]
+    assert protocol["protocol"] == "example-range" and protocol["runs"][0]["role"] == "reference"
+    verdicts = {v["device"]: v for v in protocol["verdicts"]}
+    assert set(verdicts) == {"example-dsp", "cpu"} and verdicts["cpu"]["verdict"] == "PASS"
+    assert verdicts["cpu"]["score"] == 0.0  # the CPU fp32 candidate is the reference's own arithmetic
+    table = venv.cli("audit", "--device", "example-dsp", "--protocol", "example-range")
+    assert table.returncode in (0, 1) and "rel. diff" in table.stdout
 
 
 # --- a plugin written against plugin contract 1 ------------------------------------------------------

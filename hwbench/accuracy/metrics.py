@@ -168,3 +168,47 @@ def spike_metrics(
         "van_rossum_mean": float(np.mean(vr)) if vr else 0.0,
         "van_rossum_max": float(np.max(vr)) if vr else 0.0,
     }
+
+
+def coincidence_factor(candidate: np.ndarray, reference: np.ndarray, window_ms: float, duration_ms: float) -> float:
+    """Kistler's coincidence factor of two spike trains (times in ms), as Jolivet et al. use it:
+    Gamma = (N_coinc - E[N_coinc]) / (1/2 (N_cand + N_ref)) / (1 - 2 nu_ref window), where N_coinc
+    counts candidate spikes matched one-to-one with a reference spike within +-``window_ms`` and
+    E[N_coinc] = 2 nu_ref window N_cand is what a Poisson train of the candidate's rate would get
+    by chance. 1: every spike coincides; 0: chance level. Two empty trains agree (1).
+    (Kistler, Gerstner, van Hemmen, Neural Comput. 9 (1997); Jolivet et al., J. Neurosci. Methods
+    169 (2008).)"""
+    n_c, n_r = candidate.size, reference.size
+    if n_c == 0 and n_r == 0:
+        return 1.0
+    if n_c == 0 or n_r == 0 or duration_ms <= 0:
+        return 0.0
+    coinc = match_spikes(reference, candidate, window_ms).size
+    rate = n_r / duration_ms
+    expected = 2.0 * rate * window_ms * n_c
+    norm = 1.0 - 2.0 * rate * window_ms
+    if norm <= 0:  # the window covers the whole inter-spike interval: every spike coincides by chance
+        return 1.0 if coinc == max(n_c, n_r) else 0.0
+    return float((coinc - expected) / (0.5 * (n_c + n_r)) / norm)
+
+
+def first_divergence(candidate: np.ndarray, reference: np.ndarray, dt_ms: float) -> dict[str, Any] | None:
+    """The first step at which two (steps, cells) 0/1 spike rasters differ, located step by step:
+    the step, its time, the first differing cell there, which run spiked, and the spikes both runs
+    had produced before it (None: identical rasters)."""
+    n = min(len(candidate), len(reference))
+    c, r = np.asarray(candidate[:n]) > 0.5, np.asarray(reference[:n]) > 0.5
+    differ = np.nonzero((c != r).any(axis=1))[0]
+    if differ.size == 0:
+        return None
+    step = int(differ[0])
+    cell = int(np.nonzero(c[step] != r[step])[0][0])
+    return {
+        "step": step,
+        "time_ms": (step + 1) * dt_ms,
+        "cell": cell,
+        "candidate_spiked": bool(c[step, cell]),
+        "reference_spiked": bool(r[step, cell]),
+        "cells_differing": int((c[step] != r[step]).sum()),
+        "spikes_before": int(r[:step].sum()),
+    }

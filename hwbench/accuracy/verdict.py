@@ -9,37 +9,52 @@ candidate as a ratio to that floor. Rationale and thresholds: docs/audit.md.
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
+from hwbench.core.audit_report import Verdict, combine
+from hwbench.core.protocol_facts import CONTRACT2_FLOORS
 
-class Verdict(str, Enum):
-    PASS = "PASS"
-    WARN = "WARN"
-    FAIL = "FAIL"
+__all__ = [
+    "CHAOTIC_RATIOS",
+    "STABLE_MATCHED",
+    "STABLE_RATIOS",
+    "Verdict",
+    "combine",
+    "floor",
+    "judge",
+    "ratio_verdict",
+    "regime",
+]
 
-
-# A trajectory-stable regime lets the candidate be judged on voltage deviation directly.
-STABLE_MAX_DEV_MV = 1.0  # ensemble spread outside spikes below this ...
+# A trajectory-stable regime lets the candidate be judged on the probe's deviation directly: the
+# ensemble's spread outside spikes below the kernel's ``AuditFacts.floors.stable_spread`` ...
 STABLE_MATCHED = 0.99  # ... and (almost) every spike matched
-# Ratios to the floor: PASS up to the first, WARN up to the second, FAIL beyond.
+# Ratios to the floor: PASS up to the first, WARN up to the second, FAIL beyond. (Ratios are
+# dimensionless; the absolute floors, which carry the probe's unit, are kernel facts.)
 STABLE_RATIOS = (10.0, 100.0)
 CHAOTIC_RATIOS = (3.0, 10.0)
-# Absolute floors: deviations below these are irrelevant whatever the ensemble says.
-MIN_FLOOR = {"max_outside_spikes": 1e-3, "van_rossum_mean": 0.05, "count_diff_total": 1.0, "unmatched": 0.01}
 
 
-def regime(ensemble: list[dict[str, Any]]) -> str:
-    """'trajectory-stable' when legitimate variants track the reference closely, else 'chaotic'."""
+def regime(ensemble: list[dict[str, Any]], stable_spread: float | None = None) -> str:
+    """'trajectory-stable' when legitimate variants track the reference closely (spread outside
+    spikes below ``stable_spread``, in the probe's unit; default contract 2's 1 mV), else 'chaotic'."""
     if not ensemble:
         return "trajectory-stable"
+    limit = CONTRACT2_FLOORS.stable_spread if stable_spread is None else stable_spread
     spread = max(m["deviation"]["max_outside_spikes"] for m in ensemble)
     matched = min(m["spikes"]["matched_fraction"] for m in ensemble)
-    return "trajectory-stable" if spread < STABLE_MAX_DEV_MV and matched >= STABLE_MATCHED else "chaotic"
+    return "trajectory-stable" if spread < limit and matched >= STABLE_MATCHED else "chaotic"
 
 
-def floor(ensemble: list[dict[str, Any]]) -> dict[str, float]:
-    """The worst legitimate variant, per judged metric, never below the absolute floors."""
+def ratio_verdict(score: float, limits: tuple[float, float]) -> Verdict:
+    """PASS up to ``limits[0]`` times the floor, WARN up to ``limits[1]``, FAIL beyond."""
+    return Verdict.PASS if score <= limits[0] else Verdict.WARN if score <= limits[1] else Verdict.FAIL
+
+
+def floor(ensemble: list[dict[str, Any]], minimum: dict[str, float] | None = None) -> dict[str, float]:
+    """The worst legitimate variant, per judged metric, never below the absolute floors ``minimum``
+    (the kernel's ``AuditFacts.floors``; default contract 2's, in mV)."""
+    lowest = CONTRACT2_FLOORS.minimum() if minimum is None else minimum
 
     def worst(get: Any) -> float:
         return max([get(m) for m in ensemble], default=0.0)
@@ -50,7 +65,7 @@ def floor(ensemble: list[dict[str, Any]]) -> dict[str, float]:
         "count_diff_total": worst(lambda m: m["spikes"]["count_diff_total"]),
         "unmatched": worst(lambda m: 1.0 - m["spikes"]["matched_fraction"]),
     }
-    return {k: max(v, MIN_FLOOR[k]) for k, v in values.items()}
+    return {k: max(v, lowest[k]) for k, v in values.items()}
 
 
 def judge(
@@ -93,8 +108,3 @@ def judge(
     u = f" {unit}" if unit else ""
     reasons.append(f"max |dV| = {metrics['deviation']['max']:.4g}{u} ({dev:.4g}{u} outside +-1 ms of spikes)")
     return verdict, score, reasons
-
-
-def combine(verdicts: list[Verdict]) -> Verdict:
-    order = [Verdict.PASS, Verdict.WARN, Verdict.FAIL]
-    return max(verdicts, key=order.index, default=Verdict.PASS)

@@ -1,4 +1,4 @@
-"""``hwbench audit``: numerical validation and spike stress test against the CPU reference."""
+"""``hwbench audit``: every audit protocol that applies to the kernel, on the one audit engine."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from hwbench.core.files import OutputDir
 from hwbench.plugins import DEFAULT_KERNEL
 
 if TYPE_CHECKING:
-    from hwbench.accuracy.audit import AuditSettings, Candidate, ProtocolData
+    from hwbench.accuracy.audit import AuditSettings, Candidate
     from hwbench.accuracy.report import AuditReport
     from hwbench.core.plugins import Registry
 
@@ -43,10 +43,8 @@ def _fmt(x: float | None, unit: str = "") -> str:
     multiple=True,
     help="Device to audit, NAME or NAME:MODE (repeatable: devices side by side).",
 )
-@click.option(
-    "--kernel", "-k", default=DEFAULT_KERNEL, show_default=True, help="Kernel to audit (DL primitives: gemm, ...)."
-)
-@click.option("--config", "dl_config", default=None, help="DL kernels: configuration, e.g. gemm_k4.")
+@click.option("--kernel", "-k", default=DEFAULT_KERNEL, show_default=True, help="Kernel to audit (hwbench kernels).")
+@click.option("--config", "dl_config", default=None, help="Named kernel configuration, where the protocol has one.")
 @click.option("--mode", default=None, help="Numerics mode (for a single --device without :MODE).")
 @click.option(
     "--set",
@@ -65,8 +63,7 @@ def _fmt(x: float | None, unit: str = "") -> str:
     "--protocol",
     "protocols",
     multiple=True,
-    type=click.Choice(["validation", "stress"]),
-    help="Run only these protocols (default both).",
+    help="Run only these protocols (default: every one that applies to the kernel; hwbench protocols).",
 )
 @click.option("--quick", is_flag=True, help="Smaller, shorter protocols for CI and first looks (stated in the report).")
 @click.option("--dt-refine", is_flag=True, help="Repeat each candidate at dt/10 and dt/100, as the study did.")
@@ -103,17 +100,8 @@ def audit(
 
     Exit code 0 on PASS (and WARN unless --strict), 1 on FAIL.
     """
-    from hwbench.core.plugins import get_registry
-
-    if get_registry().kernel(kernel).info.family == "dl":
-        from hwbench.cli.dl_audit import DLAuditOptions, run_dl_audit_cli
-
-        return run_dl_audit_cli(
-            DLAuditOptions(kernel, dl_config, devices, mode, parse_set(sets), quick, seed, strict, out, as_json)
-        )
-    if not devices:
-        raise UsageError("give at least one --device NAME[:MODE] to audit")
     from hwbench.accuracy.audit import AuditSettings
+    from hwbench.core.plugins import get_registry
     from hwbench.core.results import write_json
 
     validate.refuse_together(
@@ -121,11 +109,19 @@ def audit(
     )
     registry = get_registry()
     candidates = _candidates(registry, devices, mode, parse_set(sets), profile_path)
+    options = {"config": dl_config} if dl_config else {}
     settings = AuditSettings(
-        kernel=kernel, quick=quick, dt_refine=dt_refine, seed=seed, protocols=tuple(protocols), engine=engine
+        kernel=kernel,
+        quick=quick,
+        dt_refine=dt_refine,
+        seed=seed,
+        protocols=tuple(protocols),
+        engine=engine,
+        options=options,
     )
     with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
         report, data = _run_audit(registry, settings, candidates, as_json)
+        plots: list[Path] = []
         if folder is not None:
             from hwbench.cli.plots import audit_plots
 
@@ -137,7 +133,7 @@ def audit(
     if as_json:
         print_json(report.model_dump(mode="json", by_alias=True))
     else:
-        _render(report)
+        _render(registry, report)
     if report.verdict.value == "FAIL" or (strict and report.verdict.value == "WARN"):
         return EXIT_CHECK_FAILED
     return EXIT_OK
@@ -186,11 +182,11 @@ def _profile_device(profile_path: str | None, names: list[str]) -> str | None:
 
 def _run_audit(
     registry: Registry, settings: AuditSettings, candidates: list[Candidate], as_json: bool
-) -> tuple[AuditReport, dict[str, ProtocolData]]:
-    """Preflight and run the audit with progress bars; returns the report and the in-memory traces."""
-    from hwbench.stress.protocols import standard_auditor
+) -> tuple[AuditReport, dict[str, Any]]:
+    """Preflight and run the audit with progress bars; returns the report and the in-memory data."""
+    from hwbench.accuracy.audit import Auditor
 
-    auditor = standard_auditor(registry, settings)
+    auditor = Auditor(registry, settings)
     auditor.preflight(candidates)  # a protocol the kernel refuses: a UsageError with the kernel's reason
     tasks: dict[str, TaskID] = {}
     with Progress(
@@ -203,11 +199,11 @@ def _run_audit(
         transient=as_json,
     ) as progress:
 
-        def tick(label: str, ms: float, total: float) -> None:
+        def tick(label: str, done: float, total: float) -> None:
             interrupts.check()  # an interrupt something swallowed stops the audit here
             if label not in tasks:
                 tasks[label] = progress.add_task(label, total=total)
-            progress.advance(tasks[label], ms)
+            progress.advance(tasks[label], done)
 
         auditor.progress = tick
         for label, total in auditor.planned_runs(candidates):
@@ -216,34 +212,59 @@ def _run_audit(
     return report, auditor.data
 
 
-def _render(report: AuditReport) -> None:
+# Columns of reports whose protocol is not registered here (reports from before protocols were
+# plugins: the simulation audit's).
+_LEGACY_COLUMNS = [
+    ("max |dV|", "deviation.max", True),
+    ("outside spikes", "deviation.max_outside_spikes", True),
+    ("matched", "spikes.matched_fraction", False),
+    ("vRossum", "spikes.van_rossum_mean", False),
+]
+
+
+def _columns(registry: Registry, protocol: str) -> list[tuple[str, str, bool]]:
+    """What the protocol compares (its declared columns), or the simulation audit's."""
+    found = registry.protocols.get(protocol)
+    if found is None:
+        return _LEGACY_COLUMNS
+    return [(c.header, c.path, c.unit) for c in found.info.compares]
+
+
+def _value(run: Any, path: str) -> Any:
+    """``"deviation.max"`` of a RunSummary: the field, then keys into it (None where absent)."""
+    field, *keys = path.split(".")
+    value = getattr(run, field, None)
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _cell(value: Any, unit: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (bool, int)):
+        return str(int(value))
+    return _fmt(float(value), unit) if isinstance(value, float) else str(value)
+
+
+def _render(registry: Registry, report: AuditReport) -> None:
     for p in report.protocols:
         title = f"{p.name}: {p.description}" + (f"  [{p.reduced}]" if p.reduced else "")
         unit = f" {p.probe_unit}" if p.probe_unit else ""
-        rows = []
-        for r in p.runs:
-            dev, spk = r.deviation or {}, r.spikes or {}
-            rows.append(
-                (
-                    r.label,
-                    r.execution[:4] + ".",
-                    _fmt(dev.get("max"), unit) if dev else "-",
-                    _fmt(dev.get("max_outside_spikes"), unit) if dev else "-",
-                    f"{spk.get('matched_fraction', 1):.3f}" if spk else "-",
-                    _fmt(spk.get("van_rossum_mean")) if spk else "-",
-                    "yes" if r.violation else "",
-                    f"{r.run_s:.1f}",
-                )
+        columns = _columns(registry, p.protocol)
+        rows = [
+            (
+                r.label,
+                r.execution[:4] + ".",
+                *[_cell(_value(r, path), unit if with_unit else "") for _, path, with_unit in columns],
+                "yes" if r.violation else "",
+                f"{r.run_s:.1f}",
             )
-        print_table(
-            title,
-            ["run", "exec", "max |dV|", "outside spikes", "matched", "vRossum", "hard check", "s"],
-            rows,
-        )
-        stdout.print(
-            f"  regime: {p.regime}; floor: max |dV| outside spikes {_fmt(p.floor['max_outside_spikes'], unit)}",
-            highlight=False,
-        )
+            for r in p.runs
+        ]
+        print_table(title, ["run", "exec", *[c[0] for c in columns], "hard check", "s"], rows)
+        floor = ", ".join(f"{k} {_fmt(v)}" for k, v in p.floor.items())
+        stdout.print(f"  regime: {p.regime}; floor: {floor}", highlight=False)
         for v in p.verdicts:
             color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[v.verdict.value]
             stdout.print(

@@ -8,7 +8,10 @@ version changed. The plugin host asks two things of every plugin it loads:
 * for each device, the contract its ``executor`` was *written* for, read from its signature:
   ``executor(self, request)`` is contract 2; ``executor(self, kernel, workload, ...)`` is contract
   1, and the device gets :class:`Contract1Adapter`, which translates a request into the
-  keywords that executor accepts and refuses, with the reason, a request it cannot express.
+  keywords that executor accepts and refuses, with the reason, a request it cannot express;
+* for each kernel, whether its audit facts were written for contract 2: one that declares the
+  validation or stress protocol without ``AuditFacts.floors`` gets the floors contract 2 applied
+  to every kernel (:data:`~hwbench.core.protocol_facts.CONTRACT2_FLOORS`, in mV).
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from hwbench.core.device import Device, RunRequest, takes_overrides
 from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.kernel import Kernel
+from hwbench.core.protocol_facts import CONTRACT2_FLOORS
 
 if TYPE_CHECKING:
     from hwbench.core.engine import Executor
 
-CONTRACT_VERSION = 2
+CONTRACT_VERSION = 3
 """The plugin contract this hwbench implements (see :mod:`hwbench.api`)."""
 
 # contract-1 executor keywords and the value that means "not asked for"
@@ -62,10 +67,24 @@ def _parameters(method: Any) -> list[inspect.Parameter]:
 
 
 def executor_contract(device: Device) -> int:
-    """The contract ``device.executor`` was written for: 2 takes a request, 1 takes kernel and workload."""
+    """The contract ``device.executor`` was written for: 2 and later take a request, 1 takes kernel
+    and workload (contract 3 left the executor as contract 2 had it)."""
     params = _parameters(device.executor)
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return 1 if len(positional) >= 2 else CONTRACT_VERSION
+
+
+def needs_contract2_floors(kernel: Kernel) -> bool:
+    """A kernel declaring validation or stress but no floors: its facts follow contract 2."""
+    audit = kernel.info.audit
+    return audit.floors is None and (audit.validation is not None or audit.stress is not None)
+
+
+def adapt_kernel(kernel: Kernel) -> Kernel:
+    """The kernel with contract 2's floors on a copy of its record (the class's record is shared)."""
+    audit = kernel.info.audit.model_copy(update={"floors": CONTRACT2_FLOORS})
+    kernel.info = kernel.info.model_copy(update={"audit": audit})
+    return kernel
 
 
 def adapt(device: Device) -> Device:

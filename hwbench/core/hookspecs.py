@@ -21,6 +21,7 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 if TYPE_CHECKING:
+    from hwbench.core.audit_protocol import AuditProtocol
     from hwbench.core.device import Device
     from hwbench.core.engine import Engine
     from hwbench.core.kernel import Kernel
@@ -94,6 +95,25 @@ def hwbench_engines() -> list[Engine]:  # type: ignore[empty-body]  # a spec: pl
         @hwbench.api.hookimpl
         def hwbench_engines():
             return [AcmeSimEngine()]
+    """
+
+
+@hookspec
+def hwbench_audit_protocols() -> list[AuditProtocol]:  # type: ignore[empty-body]  # a spec: pluggy never runs its body
+    """Return the audit protocols this plugin provides (plugin contract 3).
+
+    :returns: a list of :class:`hwbench.api.AuditProtocol`, each with a unique ``info.name`` (the
+        ``--protocol`` name). ``refusal(kernel)`` says whether it applies to a kernel; ``run(ctx)``
+        runs and judges the candidates and returns :class:`hwbench.api.ProtocolReport` records.
+
+    Called once per plugin when the registry loads. ``hwbench audit --kernel K`` runs every
+    registered protocol that applies to K (or those named with ``--protocol``). Example::
+
+        @hwbench.api.hookimpl
+        def hwbench_audit_protocols():
+            return [OutputRangeProtocol()]
+
+    .. versionadded:: contract 3
     """
 
 

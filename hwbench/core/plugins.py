@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar
 import pluggy
 
 from hwbench.core import contract, hookspecs
+from hwbench.core.audit_protocol import AuditProtocol
 from hwbench.core.device import Device
 from hwbench.core.engine import Engine
 from hwbench.core.errors import PluginError, UnavailableError, unknown_name
@@ -45,6 +46,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "builtin-metrics": "hwbench.plugins.metrics",
     "builtin-neurobench-metrics": "hwbench.plugins.metrics_neurobench",
     "builtin-system-metrics": "hwbench.plugins.metrics_system",
+    "builtin-audit-protocols": "hwbench.stress.protocols",
+    "builtin-dl-protocol": "hwbench.plugins.kernels.dl.protocol",
 }
 
 # hook name -> (registry attribute, expected type, what the record is called)
@@ -53,6 +56,7 @@ _REGISTRATIONS: dict[str, tuple[str, type, str]] = {
     "hwbench_devices": ("devices", Device, "device"),
     "hwbench_kernels": ("kernels", Kernel, "kernel"),
     "hwbench_metrics": ("metrics", Metric, "metric"),
+    "hwbench_audit_protocols": ("protocols", AuditProtocol, "protocol"),
 }
 
 
@@ -115,6 +119,7 @@ class Registry:
         self.kernels: dict[str, Kernel] = {}
         self.metrics: dict[str, Metric] = {}
         self.engines: dict[str, Engine] = {}
+        self.protocols: dict[str, AuditProtocol] = {}
         self.registered: dict[str, PluginStatus] = {}
         self.warnings: list[str] = []  # configuration problems the CLI shows (e.g. unknown plugin names)
 
@@ -154,6 +159,9 @@ class Registry:
 
     def engine(self, name: str) -> Engine:
         return self._lookup(self.engines, "engine", name)
+
+    def protocol(self, name: str) -> AuditProtocol:
+        return self._lookup(self.protocols, "protocol", name)
 
     @property
     def failed(self) -> list[PluginStatus]:
@@ -329,6 +337,8 @@ def _collect(host: _Host, plugin_name: str, status: PluginStatus) -> list[tuple[
                 return None
             if what == "device":
                 result = [_adapted(status, r) for r in result]
+            if what == "kernel":
+                result = [_kernel_adapted(status, r) for r in result]
             records += [(attr, what, r) for r in result]
     if status.contract is None:
         status.contract = contract.CONTRACT_VERSION
@@ -347,6 +357,19 @@ def _adapted(status: PluginStatus, device: Device) -> Device:
         "has executor(request))"
     )
     return adapted
+
+
+def _kernel_adapted(status: PluginStatus, kernel: Kernel) -> Kernel:
+    """A kernel that declares validation or stress without floors was written for contract 2: it
+    gets the floors contract 2 applied to every kernel (in mV), and a note says so."""
+    if not contract.needs_contract2_floors(kernel):
+        return kernel
+    contract.adapt_kernel(kernel)
+    status.notes.append(
+        f"kernel '{kernel.name}' declares no audit floors (plugin contract 2): judged with contract 2's "
+        f"floors in mV; contract {contract.CONTRACT_VERSION} kernels declare AuditFacts.floors in their probe's unit"
+    )
+    return kernel
 
 
 _cached: Registry | None = None

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from hwbench.accuracy.audit import Job
 from hwbench.accuracy.checks import explain, state_checker
+from hwbench.accuracy.stepped import Job
 from hwbench.core.device import RunRequest
 from hwbench.core.engine import Executor
 from hwbench.core.kernel import Kernel

@@ -7,7 +7,7 @@ are judged like the candidate; their verdicts carry the factor in the mode (``de
 
 from __future__ import annotations
 
-from hwbench.accuracy.audit import Job
+from hwbench.accuracy.stepped import Job
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel
 from hwbench.core.scenario import Scenario

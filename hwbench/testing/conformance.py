@@ -194,6 +194,8 @@ class DeviceConformance:
         candidate in its default mode and with its profile's parameters set as ``--set`` does,
         dt refinement (``sample_every`` x2) and forensics on."""
         from hwbench.accuracy.audit import Auditor, AuditSettings, Candidate
+        from hwbench.accuracy.stepped import SteppedProtocol
+        from hwbench.core.audit_protocol import ProtocolInfo
         from hwbench.core.scenario import Scenario, Segment
         from hwbench.stress import forensics, refinement
 
@@ -213,13 +215,18 @@ class DeviceConformance:
         )
         refine = conformance_kernel.info.dt_param is not None  # discrete-time kernels have no dt to refine
         settings = AuditSettings(kernel=self.kernel, protocols=("conformance",), dt_refine=refine, refine_factors=(2,))
-        auditor = Auditor(
-            hwbench_registry,
-            settings,
-            protocols={"conformance": lambda _settings, _info: scenario},
+        info = ProtocolInfo(
+            name="conformance", summary="two chunks of the conformance kernel", applies_to="any kernel",
+            runs=["reference", "gold", "ensemble", "candidate"], compares=[], floor="the ensemble's", verdict="ratios",
+        )  # fmt: skip
+        protocol = SteppedProtocol(
+            info,
+            lambda _settings, _info: scenario,
             refine=refinement.refined,
             forensics=forensics.replay,
+            applies=lambda _info: None,
         )
+        auditor = Auditor(hwbench_registry, settings, protocols={"conformance": protocol})
         overrides = conformance_device.settable(conformance_device.default_mode)
         candidates = [Candidate(self.device_name)]
         if overrides:

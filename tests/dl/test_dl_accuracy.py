@@ -11,14 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hwbench.accuracy.audit import AuditSettings, Candidate, run_audit
 from hwbench.accuracy.dl_bounds import bound_model, gamma
 from hwbench.accuracy.verdict import Verdict
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import get_registry
 from hwbench.plugins.kernels.dl import execute
 from hwbench.plugins.kernels.dl.audit import (
-    DLAuditor,
-    DLAuditSettings,
     DLCandidate,
     candidate_profile,
     compare,
@@ -95,11 +94,16 @@ def test_fp16_matrix_units_round_inputs_to_fp16(registry, device: str, mode: str
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def dl_audit(registry, kernel: str, dists: tuple[str, ...], candidates: list[Candidate]):
+    """The DL protocol on the audit engine, as ``hwbench audit --kernel K --quick`` runs it."""
+    settings = AuditSettings(kernel=kernel, quick=True, seed=0, options={"dists": dists})
+    return run_audit(registry, settings, candidates)[0]
+
+
 def test_tpu_modes_error_ratios_follow_the_pass_count(registry) -> None:
     """Normwise error: DEFAULT (bf16, u = 2^-8) / HIGH (bf16x3, ~2^-16) ~ 2^7..2^9; HIGHEST is
     fp32-level (its split of fp32 is exact; only mid*lo terms are dropped, ~2^-22)."""
-    auditor = DLAuditor(registry, DLAuditSettings(kernel="gemm", quick=True, dists=("normal",)))
-    report = auditor.run(resolve_candidates(registry, ("tpu-v3",), {}))
+    report = dl_audit(registry, "gemm", ("normal",), [Candidate("tpu-v3")])
     (p,) = report.protocols
     err = {r.label: r.deviation["normwise_rel"] for r in p.runs}
     default, high, highest = (err[f"tpu-v3:{m}"] for m in ("default", "high", "highest"))
@@ -111,8 +115,8 @@ def test_tpu_modes_error_ratios_follow_the_pass_count(registry) -> None:
 
 
 def test_every_device_within_its_bound_on_conv(registry) -> None:
-    auditor = DLAuditor(registry, DLAuditSettings(kernel="conv2d", quick=True, dists=("uniform-positive",)))
-    report = auditor.run(resolve_candidates(registry, ("a100:tensorrt", "ipu:fp16-sr", "groq:default"), {}))
+    cands = [Candidate("a100", "tensorrt"), Candidate("ipu", "fp16-sr"), Candidate("groq", "default")]
+    report = dl_audit(registry, "conv2d", ("uniform-positive",), cands)
     (p,) = report.protocols
     assert [v.verdict for v in p.verdicts] == [Verdict.PASS] * 3
     assert all(0 < r.deviation["max_over_det"] <= 1 for r in p.runs[1:])
@@ -121,8 +125,7 @@ def test_every_device_within_its_bound_on_conv(registry) -> None:
 def test_fp16_partials_have_no_deterministic_bound_and_sr_differs(registry) -> None:
     """IPU partials=half: K u >= 1 for K = 1760 under SR (u = 2^-10), so no gamma_K; SR and
     nearest rounding of the fp16 sums give different errors."""
-    auditor = DLAuditor(registry, DLAuditSettings(kernel="gemm", quick=True, dists=("uniform-positive",)))
-    report = auditor.run(resolve_candidates(registry, ("ipu",), {"partials": "half"}))
+    report = dl_audit(registry, "gemm", ("uniform-positive",), [Candidate("ipu", None, {"partials": "half"})])
     sr, rn = report.protocols[0].runs[1:]
     assert "max_over_det" not in sr.deviation and "inf" in sr.deviation["bound"]
     assert sr.deviation["normwise_rel"] != rn.deviation["normwise_rel"]

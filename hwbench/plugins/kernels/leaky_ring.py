@@ -14,7 +14,7 @@ import numpy as np
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, ParamRange, SpikeRule, Workload
 from hwbench.core.ops import OpClass, Ops
-from hwbench.core.protocol_facts import AuditFacts, StressFacts, ValidationFacts
+from hwbench.core.protocol_facts import AuditFacts, AuditFloors, StressFacts, ValidationFacts
 
 
 class LeakyRingKernel(Kernel):
@@ -46,6 +46,8 @@ class LeakyRingKernel(Kernel):
                 quick_pulses=2,
                 heterogeneous={"tau": (4.0, 2.0)},
             ),
+            # its probe v is dimensionless, of order 1: the same relative floors as io-ehh's in mV
+            floors=AuditFloors(max_outside_spikes=1e-3, stable_spread=1.0, source="toy kernel (tests only)"),
         ),
     )
     spike_rule = SpikeRule(row=0, threshold=0.5)

@@ -9,29 +9,23 @@ an element beyond its format's deterministic bound, or non-finite, is a hard-che
 FAIL, naming the element (the same rule as the io-ehh audit's hard checks: a violation is a
 FAIL whatever the floor); otherwise PASS with the worst ratio to the bound as score. The LSTM
 has no elementwise bound (a nonlinear recurrence): its errors are reported, only non-finite
-outputs fail. Results use the io-ehh audit's report models (RunSummary ... AuditReport).
+outputs fail. :class:`hwbench.plugins.kernels.dl.protocol.DLProtocol` runs it on the audit engine;
+this module holds its candidates, bounds and rules.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from hwbench.accuracy.dl_bounds import BoundModel, bound_model, elementwise_model
+from hwbench.accuracy.dl_bounds import BoundModel
 from hwbench.accuracy.numerics.formats import RoundingMode
 from hwbench.accuracy.numerics.profile import NumericsProfile
-from hwbench.accuracy.report import AuditReport, CandidateVerdict, ProtocolReport, RunSummary
-from hwbench.accuracy.verdict import Verdict, combine
+from hwbench.accuracy.verdict import Verdict
 from hwbench.core.errors import UsageError
-from hwbench.core.kernel import Workload
 from hwbench.core.plugins import Registry
-from hwbench.plugins.kernels.dl import execute
-from hwbench.plugins.kernels.dl.inputs import DISTRIBUTIONS
-from hwbench.plugins.kernels.dl.kernels import DLKernel
 
 DEFAULT_DEVICES = ("a100", "tpu-v3", "ipu", "groq")
 FLOAT_KINDS = ("cpu", "gpu", "tpu", "ipu", "lpu")
@@ -50,19 +44,11 @@ class DLCandidate:
     mode: str
     nearest: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
+    profile: Any = None  # a NumericsProfile built in memory (a sweep cell's); wins over ``overrides``
 
     @property
     def label(self) -> str:
         return f"{self.device}:{self.mode}" + (" (SR->nearest)" if self.nearest else "")
-
-
-@dataclass
-class DLAuditSettings:
-    kernel: str = "gemm"
-    config: str | None = None
-    quick: bool = False
-    seed: int = 0
-    dists: tuple[str, ...] = DISTRIBUTIONS
 
 
 def resolve_candidates(registry: Registry, specs: tuple[str, ...], overrides: dict[str, Any]) -> list[DLCandidate]:
@@ -112,7 +98,11 @@ def candidate_profile(registry: Registry, cand: DLCandidate) -> NumericsProfile 
     if cand.mode not in device.modes:
         choices = ", ".join(device.modes)
         raise UsageError(f"unknown mode '{cand.mode}' of device '{cand.device}'; choose from: {choices}")
-    profile = device.numerics(cand.mode, cand.overrides) if cand.overrides else device.numerics(cand.mode)
+    profile: NumericsProfile | None
+    if cand.profile is not None:
+        profile = cand.profile
+    else:
+        profile = device.numerics(cand.mode, cand.overrides) if cand.overrides else device.numerics(cand.mode)
     if profile is None or not cand.nearest:
         return profile
     ops = {
@@ -231,144 +221,3 @@ def judge(metrics: dict[str, Any], has_bound: bool) -> Judgement:
             f"max rel. error {metrics['max_rel']:.3g}"
         ],
     )
-
-
-@dataclass
-class _Run:
-    summary: RunSummary
-    metrics: dict[str, Any]
-
-
-class DLAuditor:
-    """Runs the protocol for one kernel over the distributions; ``progress(label)`` per run."""
-
-    def __init__(self, registry: Registry, settings: DLAuditSettings) -> None:
-        kernel = registry.kernel(settings.kernel)
-        if not isinstance(kernel, DLKernel):
-            raise UsageError(f"kernel '{settings.kernel}' is no DL primitive")
-        for d in settings.dists:
-            if d not in DISTRIBUTIONS:
-                raise UsageError(f"unknown input distribution '{d}'; choose from: {', '.join(DISTRIBUTIONS)}")
-        self.registry, self.settings, self.kernel = registry, settings, kernel
-        self.progress: Callable[[str], None] | None = None
-        self.last_run_s = 0.0
-
-    def workload(self, dist: str) -> Workload:
-        s, k = self.settings, self.kernel
-        config = s.config or AUDIT_CONFIG[k.name]
-        batch = AUDIT_BATCH[k.name][1 if s.quick else 0]
-        full = k.shape(config).batch
-        dims = QUICK_DIMS.get(k.name, {}) if s.quick else {}
-        return k.make_workload(
-            min(batch, full), config=config, dist=dist, seed=s.seed, scaled_from=full if batch < full else None, **dims
-        )
-
-    def _execute(self, workload: Workload, dtype: str, wrapper: Any = None) -> np.ndarray:
-        """The judged output; the wall time of the call is left in ``self.last_run_s``."""
-        t0 = time.perf_counter()
-        out = output_of(execute.runner(self.kernel, workload, "numpy", dtype, wrapper)())
-        self.last_run_s = time.perf_counter() - t0
-        return out
-
-    def _model(self, workload: Workload, profile: NumericsProfile | None) -> BoundModel | None:
-        k = self.kernel.reduction_length(workload)
-        if k is None:
-            return None
-        return elementwise_model(profile) if self.kernel.name == "relu" else bound_model(profile, k)
-
-    def _run(
-        self,
-        label: str,
-        role: Literal["reference", "candidate"],
-        cand: DLCandidate,
-        profile: NumericsProfile | None,
-        ref: dict[str, Any],
-    ) -> _Run:
-        if self.progress:
-            self.progress(f"{label}")
-        wl = ref["workload"]
-        dtype = profile.carrier if profile is not None else "float32"
-        out = self._execute(wl, dtype, ops_wrapper(profile, self.settings.seed) if role == "candidate" else None)
-        secs = self.last_run_s
-        model = self._model(wl, profile)
-        metrics = compare(out, ref["gold"], ref["absgold"], model)
-        metrics["bound"] = None if model is None else model.derivation
-        summary = RunSummary(
-            label=label,
-            role=role,
-            device=cand.device,
-            mode=cand.mode,
-            execution="emulated" if role == "candidate" and cand.device != "cpu" else "real",
-            engine="numpy",
-            profile=None if profile is None else profile.name,
-            setup_s=0.0,
-            run_s=secs,
-            deviation=metrics,
-        )
-        return _Run(summary, metrics)
-
-    def protocol(self, dist: str, candidates: list[DLCandidate]) -> ProtocolReport:
-        wl = self.workload(dist)
-        gold = self._execute(wl, "float64")
-        absgold = None
-        if self.kernel.name != "lstm":
-            abs_wl = Workload(
-                wl.kernel, wl.size, wl.meta, wl.params, {k: np.abs(v) for k, v in wl.arrays.items()}, wl.state0
-            )
-            absgold = self._execute(abs_wl, "float64")
-        ref = {"workload": wl, "gold": gold, "absgold": absgold}
-        floor_run = self._run("cpu fp32 reference", "reference", DLCandidate("cpu", "fp32"), None, ref)
-        runs, verdicts = [floor_run.summary], []
-        for cand in candidates:
-            profile = candidate_profile(self.registry, cand)
-            run = self._run(cand.label, "candidate", cand, profile, ref)
-            j = judge(run.metrics, absgold is not None)
-            run.summary.violation = j.violation
-            runs.append(run.summary)
-            mode = cand.mode + (" (SR->nearest)" if cand.nearest else "")
-            verdicts.append(
-                CandidateVerdict(device=cand.device, mode=mode, verdict=j.verdict, score=j.score, reasons=j.reasons)
-            )
-        fm = floor_run.metrics
-        shape = wl.meta["shape"]
-        return ProtocolReport(
-            name=f"dl-{self.kernel.name} {dist}",
-            description=f"{self.kernel.name} {wl.meta['config']} ({', '.join(f'{k}={v}' for k, v in shape.items())}), "
-            f"{dist} inputs, every output element vs the fp64 gold",
-            reduced=None
-            if wl.meta["batch_scaled_from"] is None
-            else f"batch {self.kernel.shape_of(wl).batch} of {wl.meta['batch_scaled_from']} (reduction length kept)",
-            sample_ms=0.0,
-            regime="bound" if absgold is not None else "no-bound",
-            floor={k: fm[k] for k in ("max_rel", "normwise_rel", "max_over_det") if k in fm},
-            runs=runs,
-            verdicts=verdicts,
-            verdict=combine([v.verdict for v in verdicts]),
-        )
-
-    def run(self, candidates: list[DLCandidate]) -> AuditReport:
-        start = time.perf_counter()
-        protocols = [self.protocol(d, candidates) for d in self.settings.dists]
-        verdict = combine([p.verdict for p in protocols])
-        reasons = [
-            f"{p.name}: {v.device} [{v.mode}] {v.verdict.value}"
-            for p in protocols
-            for v in p.verdicts
-            if v.verdict is not Verdict.PASS
-        ]
-        settings = {
-            "kernel": self.settings.kernel,
-            "config": self.settings.config,
-            "quick": self.settings.quick,
-            "seed": self.settings.seed,
-            "distributions": list(self.settings.dists),
-            "candidates": [c.label for c in candidates],
-            "protocol": "dl-primitives (docs/dl-primitives.md)",
-        }
-        return AuditReport(
-            settings=settings,
-            protocols=protocols,
-            verdict=verdict,
-            reasons=reasons or ["every candidate within its deterministic bounds"],
-            elapsed_s=time.perf_counter() - start,
-        )

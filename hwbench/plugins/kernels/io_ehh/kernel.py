@@ -15,7 +15,7 @@ from hwbench.core.activity import Activity
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, ParamRange, SpikeRule, Workload
 from hwbench.core.ops import OpClass, Ops
-from hwbench.core.protocol_facts import AuditFacts, StressFacts, ValidationFacts
+from hwbench.core.protocol_facts import AuditFacts, AuditFloors, StressFacts, ValidationFacts
 from hwbench.plugins.kernels.io_ehh import model, network
 
 # Network-shape options accepted by make_workload next to the cell parameters.
@@ -102,6 +102,11 @@ AUDIT = AuditFacts(
         quick_pulses=3,
         heterogeneous={"g_CaL": (0.5, 0.9)},
         source=f"{STUDY}, spike stress test",
+    ),
+    # Absolute floors in mV (the probe is V_soma): 1 uV outside spikes is irrelevant for a membrane
+    # that swings over 100 mV; a 1 mV ensemble spread marks the stable regime (docs/audit.md).
+    floors=AuditFloors(
+        max_outside_spikes=1e-3, stable_spread=1.0, source="hwbench's (docs/audit.md, absolute floors), in mV"
     ),
 )
 

@@ -8,11 +8,13 @@ later by ``Device.probe()``.
 
 from __future__ import annotations
 
+from hwbench.api import AuditProtocol
 from hwbench.core.device import Device
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.metric import Metric
 from hwbench_example.device import ExampleDsp
 from hwbench_example.metric import RmsDeviation
+from hwbench_example.protocol import FinalRange
 
 
 @hookimpl
@@ -23,3 +25,9 @@ def hwbench_devices() -> list[Device]:
 @hookimpl
 def hwbench_metrics() -> list[Metric]:
     return [RmsDeviation()]
+
+
+@hookimpl
+def hwbench_audit_protocols() -> list[AuditProtocol]:
+    """A contract-3 hook next to a contract-1 device: each hook is served on its own terms."""
+    return [FinalRange()]

@@ -1,0 +1,72 @@
+"""The kernel's own metrics of one audit run: synaptic events/s, NeuroBench's, energy where metered.
+
+An audit run is a run like ``hwbench run``'s: the same registered ``performance``, ``static``,
+``workload`` and ``energy`` metrics apply to it (:data:`hwbench.core.metric.RUN_KINDS`), computed
+from its wall time and the kernel's structure and activity reports. The audit reads no energy
+counter (its runs are short, and several run at once), so a real run's energy is "not measured";
+an emulated one quotes the chip's published figure, as ``run`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.device import Device
+from hwbench.core.energy import EnergyReading, published
+from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.metric import RUN_KINDS, evaluate
+from hwbench.core.plugins import Registry
+from hwbench.core.results import Timing
+from hwbench.core.scenario import Trace
+
+
+def run_metrics(registry: Registry, kernel: Kernel, workload: Workload, device: Device, trace: Trace) -> dict[str, Any]:
+    """Every registered run metric that applies to ``kernel``, for the run that produced ``trace``."""
+    samples = int(np.shape(trace.probes)[0])
+    steps = samples * kernel.info.sample_every * max(1, trace.refine)
+    if steps == 0 or trace.run_s <= 0:
+        return {}
+    timing = _timing(kernel, workload, device, trace, steps)
+    if trace.execution == "emulated":
+        energy = published(trace.run_s, device.spec.published_energy, device.name)
+    else:
+        energy = EnergyReading(status="not measured", seconds=trace.run_s, method="the audit reads no energy counter")
+    data: dict[str, Any] = {"timing": timing, "workload": workload, "energy": energy}
+    errors: dict[str, str] = {}
+    for name in ("structure", "activity"):
+        try:
+            data[name] = kernel.activity(workload, steps) if name == "activity" else kernel.structure(workload)
+        except Exception as exc:  # a kernel whose report fails: the metrics that need it are left out
+            data[name] = None
+            errors[f"kernel.{name}"] = f"{exc.__class__.__name__}: {exc}"
+    found = evaluate(registry.metrics.values(), RUN_KINDS, kernel, **data)
+    out: dict[str, Any] = dict(found.values)
+    if found.errors or errors:
+        out["errors"] = {**errors, **found.errors}
+    return out
+
+
+def _timing(kernel: Kernel, workload: Workload, device: Device, trace: Trace, steps: int) -> Timing:
+    simulated_ms = steps * kernel.info.step_ms(workload.params)
+    src = workload.arrays.get("src")
+    return Timing(
+        kernel=kernel.name,
+        device=device.name,
+        mode="",
+        execution=trace.execution,
+        engine=trace.detail,
+        dtype="",
+        ncells=workload.size,
+        ngj=0 if src is None else int(np.asarray(src).size),
+        connected=bool(workload.meta.get("connected", True)),
+        setup_s=trace.setup_s,
+        run_s=trace.run_s,
+        run_s_all=[trace.run_s],
+        simulated_ms=simulated_ms,
+        steps=steps,
+        us_per_step=trace.run_s / steps * 1e6,
+        rtf=trace.run_s / (simulated_ms / 1000.0) if simulated_ms > 0 else None,
+        cell_steps_per_s=workload.size * steps / trace.run_s,
+    )

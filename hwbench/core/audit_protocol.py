@@ -1,0 +1,148 @@
+"""Audit protocols are plugins: the contract between the audit engine and each protocol.
+
+The engine (:class:`hwbench.accuracy.audit.Auditor`) knows no protocol. It asks each registered
+:class:`AuditProtocol` (hook ``hwbench_audit_protocols``, plugin contract 3) whether it applies to
+the audited kernel, lets it refuse what cannot run before any long run starts, runs it with an
+:class:`AuditContext` and assembles the :class:`~hwbench.core.audit_report.ProtocolReport` records
+it returns into one report with one verdict. A protocol declares, in :class:`ProtocolInfo`, the
+kernels it applies to, the runs it needs, what it compares, how it forms its floor and its
+verdict, and what forensics it can do; ``hwbench protocols`` and docs/audit.md show these.
+
+It lives in ``core`` (not beside the engine) because it is part of the plugin API: a third-party
+protocol imports it from :mod:`hwbench.api`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from hwbench.core.audit_report import ProtocolReport
+    from hwbench.core.kernel import Kernel
+
+STUDY_SEED = 42
+"""The seed the study (Landsmeer et al. 2024) gave numpy's global generator before drawing its
+network: the published protocols (bench, validation, spike stress) default to it, so io-ehh runs
+on the study's own network (specs/io-ehh.md)."""
+
+Progress = Callable[[str, float, float], None]
+"""(run label, amount done in this step, total of that label): biological ms, or 1 per finished run."""
+
+
+@dataclass
+class Candidate:
+    """A device and mode to audit, with optional profile parameter overrides, a profile file, or a
+    profile built in memory (``profile``: a sweep builds one per cell; it wins over the other two)."""
+
+    device: str
+    mode: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    profile_path: str | None = None
+    profile: Any = None  # a NumericsProfile
+
+
+@dataclass
+class AuditSettings:
+    """What an audit is asked to do; a protocol reads the fields that concern it."""
+
+    kernel: str  # the kernel audited
+    quick: bool = False
+    dt_refine: bool = False
+    seed: int = STUDY_SEED
+    protocols: tuple[str, ...] = ()  # empty: every registered protocol that applies to the kernel
+    engine: str | None = None  # engine for reference, gold and ensemble (default: fastest)
+    refine_factors: tuple[int, ...] = (10, 100)  # dt/k of the dt-refinement runs (with dt_refine)
+    threads: int | None = None  # runs built and run at once (default: one per core); 1 inside a 1-thread worker
+    options: dict[str, Any] = field(default_factory=dict)  # protocol options (e.g. the DL protocol's "config")
+
+
+class Compared(BaseModel):
+    """One quantity a protocol compares, as a column of the audit table: ``path`` is
+    ``"<RunSummary field>.<key>"`` (e.g. ``"deviation.max"``); ``unit`` shows the probe's unit."""
+
+    header: str
+    path: str
+    unit: bool = False
+
+
+class ProtocolInfo(BaseModel):
+    """What a protocol declares about itself (shown by ``hwbench protocols``)."""
+
+    name: str = Field(description="the --protocol name, unique across plugins")
+    summary: str
+    applies_to: str = Field(description="the kernels it applies to, in words (refusal() decides)")
+    runs: list[str] = Field(description="the runs it needs: candidate, reference, gold, ensemble members ...")
+    compares: list[Compared] = Field(description="what it compares, run against reference")
+    floor: str = Field(description="how it forms its floor")
+    verdict: str = Field(description="how it reaches its verdict")
+    forensics: str = Field("", description="what it can locate when a candidate fails ('' none)")
+    sources: list[str] = Field(default_factory=list)
+
+
+BaseRuns = dict[tuple[Any, ...], Any]
+"""A cache of baseline results (reference, gold, ensemble) shared by several audits (a sweep's worker)."""
+
+
+@dataclass
+class AuditContext:
+    """Everything a protocol's run sees: the kernel, the candidates as given, the settings, the
+    progress callback, and :meth:`baseline`, the one place a baseline run executes."""
+
+    registry: Any  # the hwbench.core.plugins.Registry (not imported: the registry imports this module)
+    kernel: Kernel
+    settings: AuditSettings
+    candidates: list[Candidate]
+    progress: Progress | None = None
+    base_runs: BaseRuns | None = None
+    data: dict[str, Any] = field(default_factory=dict)  # in-memory results for plots, per report name
+    reused: list[str] = field(default_factory=list)  # baselines taken from ``base_runs``
+
+    def baseline(self, key: tuple[Any, ...], run: Callable[[], Any]) -> Any:
+        """The result of the baseline runs ``run`` executes (reference, gold, ensemble: they depend
+        on the protocol, kernel and seed, never on the candidate, and are deterministic). With a
+        ``base_runs`` cache, a key already run is taken from it. Every protocol executes its
+        baselines through here, so a cache of them has one home."""
+        if self.base_runs is None:
+            return run()
+        if key in self.base_runs:
+            self.reused.append(str(key[0]))
+            return self.base_runs[key]
+        value = run()
+        self.base_runs[key] = value
+        return value
+
+    def tick(self, label: str, done: float, total: float) -> None:
+        if self.progress is not None:
+            self.progress(label, done, total)
+
+
+class AuditProtocol(ABC):
+    """An audit protocol. Subclass, fill :attr:`info`, implement :meth:`refusal` and :meth:`run`;
+    register instances with ``hwbench_audit_protocols`` (plugin contract 3)."""
+
+    info: ProtocolInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @abstractmethod
+    def refusal(self, kernel: Kernel) -> str | None:
+        """None when this protocol applies to ``kernel``; else why not (shown to the user)."""
+
+    def preflight(self, ctx: AuditContext) -> None:
+        """Refuse (UsageError / UnavailableError) what cannot run, before any long run starts."""
+        return None
+
+    def planned_runs(self, ctx: AuditContext) -> list[tuple[str, float]]:
+        """(label, total) of the runs it will report progress for (progress bars); [] is fine."""
+        return []
+
+    @abstractmethod
+    def run(self, ctx: AuditContext) -> list[ProtocolReport]:
+        """Run and judge every candidate; one report per scenario (a protocol may have several)."""

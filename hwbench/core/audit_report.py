@@ -1,0 +1,91 @@
+"""The audit report: a versioned pydantic model with a published JSON Schema.
+
+It lives in ``core`` because it is part of the plugin contract: an audit protocol (a plugin, see
+:mod:`hwbench.core.audit_protocol`) returns :class:`ProtocolReport` records, and the engine in
+:mod:`hwbench.accuracy.audit` assembles them into one :class:`AuditReport`. Every field added
+since ``hwbench.audit/1`` has a default, so reports written by older versions still load.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from hwbench.core.results import Provenance
+
+
+class Verdict(str, Enum):
+    PASS = "PASS"
+    WARN = "WARN"
+    FAIL = "FAIL"
+
+
+def combine(verdicts: list[Verdict]) -> Verdict:
+    """The worst of ``verdicts`` (PASS when there are none)."""
+    order = [Verdict.PASS, Verdict.WARN, Verdict.FAIL]
+    return max(verdicts, key=order.index, default=Verdict.PASS)
+
+
+Role = Literal["reference", "gold", "ensemble", "candidate", "dt-refine"]
+"""What a run is for in a protocol: the CPU fp32 reference, the fp64 gold, a legitimate fp32 variant
+(ensemble), a candidate, or a candidate at dt/k."""
+
+
+class RunSummary(BaseModel):
+    """One run of a protocol, and how it compares with the reference."""
+
+    label: str
+    role: Role
+    device: str
+    mode: str
+    execution: Literal["real", "emulated"]
+    engine: str
+    profile: str | None = None
+    profile_confidence: dict[str, int] = Field(default_factory=dict, description="op classes per confidence level")
+    setup_s: float
+    run_s: float
+    deviation: dict[str, Any] | None = None
+    spikes: dict[str, Any] | None = None
+    violation: dict[str, Any] | None = None
+    counters: dict[str, int] = Field(default_factory=dict)
+    metrics: dict[str, Any] = Field(
+        default_factory=dict,
+        description="every registered accuracy/check metric, and the kernel's own metrics of the run "
+        "(workload, performance, energy where metered: hwbench.core.metric)",
+    )
+
+
+class CandidateVerdict(BaseModel):
+    device: str
+    mode: str
+    verdict: Verdict
+    score: float
+    reasons: list[str]
+
+
+class ProtocolReport(BaseModel):
+    name: str
+    description: str
+    protocol: str = Field("", description="the audit protocol (plugin) that wrote this (older reports: empty)")
+    reduced: str | None = None
+    probe_unit: str = "mV"  # the unit of the probe and its deviations (reports before this field: mV)
+    sample_ms: float
+    regime: str
+    floor: dict[str, float]
+    runs: list[RunSummary]
+    verdicts: list[CandidateVerdict]
+    verdict: Verdict
+
+
+class AuditReport(BaseModel):
+    schema_: Literal["hwbench.audit/1"] = Field("hwbench.audit/1", alias="schema")
+    provenance: Provenance = Field(default_factory=Provenance)
+    settings: dict[str, Any]
+    protocols: list[ProtocolReport]
+    verdict: Verdict
+    reasons: list[str]
+    elapsed_s: float
+
+    model_config = {"populate_by_name": True}
