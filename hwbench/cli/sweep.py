@@ -54,13 +54,13 @@ def _check_id(sweep_id: str) -> str:
 
 @click.command()
 @click.option("--spec", "spec_path", type=validate.InFile(), help="Sweep spec file (.toml/.json).")
+@click.option("--kernel", "-k", default=None, help="Kernel every cell audits (default: hwbench's default kernel).")
 @click.option("--device", "-d", "devices", multiple=True, help="NAME or NAME:MODE (repeatable; default cpu:fp32).")
 @click.option(
     "--protocol",
     "protocols",
     multiple=True,
-    type=click.Choice(["validation", "stress"]),
-    help="Protocols each cell runs (default: stress).",
+    help="Protocols each cell runs (default: the kernel's sweep protocols, e.g. io-ehh's stress; else all).",
 )
 @click.option("--quick", is_flag=True, help="The quick protocols (stated in every report).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=V1,V2", help="Values to try for a profile parameter.")
@@ -88,6 +88,7 @@ def _check_id(sweep_id: str) -> str:
 @store_options
 def sweep(
     spec_path: str | None,
+    kernel: str | None,
     devices: tuple[str, ...],
     protocols: tuple[str, ...],
     quick: bool,
@@ -112,6 +113,7 @@ def sweep(
     from hwbench.cli.sweep_io import open_sweep
 
     axes = {
+        "kernel": kernel,
         "devices": devices,
         "protocols": protocols,
         "quick": quick,

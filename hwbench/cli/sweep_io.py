@@ -66,6 +66,8 @@ def build_spec(spec_path: str | None, axes: dict[str, Any]) -> SweepSpec:
             raise UsageError("give the sweep as --spec FILE or as options (--device, --grid, ...), not both")
         return SweepSpec.load(spec_path)
     data: dict[str, Any] = {"quick": bool(axes["quick"])}
+    if axes.get("kernel"):
+        data["kernel"] = axes["kernel"]
     if axes["devices"]:
         data["devices"] = list(axes["devices"])
     if axes["protocols"]:
@@ -98,12 +100,24 @@ def preflight(spec: SweepSpec, cells: list[Cell]) -> None:
         if probe_key not in seen:
             seen.add(probe_key)
             candidate(registry, cell)
+    from hwbench.accuracy.audit import Auditor, AuditSettings
+
     kernel = registry.kernel(spec.kernel or DEFAULT_KERNEL)
-    for name in spec.protocols:  # a protocol the kernel does not declare: refused with its reason
-        if name not in kernel.info.audit.declared():
-            raise UsageError(f"kernel '{kernel.name}' has no {name} protocol: {kernel.info.audit.reason(name)}")
+    # an unknown protocol, or one the kernel refuses: one line with the reason, before the cluster starts
+    Auditor(registry, AuditSettings(kernel=kernel.name, protocols=sweep_protocols(spec))).selected()
     if any(c.dt > 1 for c in cells) and kernel.info.dt_param is None:
         raise UsageError(f"--dt: kernel '{kernel.name}' is discrete-time (no dt parameter)")
+
+
+def sweep_protocols(spec: SweepSpec) -> tuple[str, ...]:
+    """The protocols every cell runs: the spec's, else the kernel's sweep default (empty: every
+    protocol that applies to the kernel)."""
+    from hwbench.core.plugins import get_registry
+
+    if spec.protocols:
+        return tuple(spec.protocols)
+    kernel = get_registry().kernel(spec.kernel or DEFAULT_KERNEL)
+    return tuple(kernel.info.audit.sweep_protocols or ())
 
 
 def execute(
@@ -127,7 +141,7 @@ def execute(
     pending = opened_store()
     store = None if pending is None else StoreLedger(pending, sweep_id, {c.key(): c for c in cells})
     ledger = BothLedgers(JsonlLedger(folder / "cells.jsonl"), store)
-    settings = CellSettings(kernel=spec.kernel or DEFAULT_KERNEL, protocols=tuple(spec.protocols), quick=spec.quick)
+    settings = CellSettings(kernel=spec.kernel or DEFAULT_KERNEL, protocols=sweep_protocols(spec), quick=spec.quick)
     t0 = time.perf_counter()
     with dask_client(scheduler, workers) as (client, info):
         if not plan.resumed:

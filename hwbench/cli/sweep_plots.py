@@ -40,7 +40,8 @@ def heatmap(result: SweepResult, path: Path) -> Path:
             s = split.get((r.device, r.group, b, r.rounding, r.dt))
             if s is not None and len(s.seeds) > 1:
                 ax.text(j, i, f"{s.counts[Verdict.PASS]}/{len(s.seeds)}", ha="center", va="center", fontsize=7)
-    protocols = ", ".join(result.spec.protocols) + (" (quick)" if result.spec.quick else "")
+    named = ", ".join(result.spec.protocols) or f"{result.spec.kernel or 'the kernel'}'s protocols"
+    protocols = named + (" (quick)" if result.spec.quick else "")
     ax.set_title(f"{protocols}: verdict by mantissa width", fontsize=10)
     from matplotlib.patches import Patch
 

@@ -117,6 +117,9 @@ class AuditFacts(BaseModel):
     refused: dict[str, str] = Field(
         default_factory=dict, description="protocol -> why it does not apply to this kernel"
     )
+    sweep_protocols: list[str] | None = Field(
+        None, description="what a sweep of this kernel runs when none is named (None: every protocol that applies)"
+    )
 
     model_config = {"populate_by_name": True}
 

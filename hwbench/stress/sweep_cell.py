@@ -63,7 +63,7 @@ class CellSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kernel: str  # the kernel every cell audits
-    protocols: tuple[str, ...] = ("stress",)
+    protocols: tuple[str, ...] = ()  # empty: every protocol that applies to the kernel
     quick: bool = False
     share_base_runs: bool = True  # reuse a worker's reference / gold / ensemble traces across cells
 
@@ -116,8 +116,8 @@ def candidate(registry: Registry, cell: Cell) -> Candidate:
 def run_cell(cell: Cell, settings: CellSettings, base_runs: BaseRunCache | None = None) -> CellOutcome:
     """Audit one cell (the Dask task). ``base_runs``: the cache of base traces to share (default:
     this process's own, when ``settings.share_base_runs``)."""
+    from hwbench.accuracy.audit import Auditor
     from hwbench.core.plugins import get_registry
-    from hwbench.stress.protocols import standard_auditor
 
     t0 = time.perf_counter()
     worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -135,7 +135,7 @@ def run_cell(cell: Cell, settings: CellSettings, base_runs: BaseRunCache | None 
         cand = candidate(registry, cell)
         if base_runs is None and settings.share_base_runs:
             base_runs = _BASE_RUNS
-        report = standard_auditor(registry, audit_settings, base_runs=base_runs).run([cand])
+        report = Auditor(registry, audit_settings, base_runs=base_runs).run([cand])
     except HwbenchError as exc:
         return CellOutcome(
             key=cell.key(),

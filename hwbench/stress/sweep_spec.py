@@ -17,7 +17,6 @@ import itertools
 import json
 import sys
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -95,9 +94,6 @@ class Cell(BaseModel):
         return "|".join(parts)
 
 
-SweepProtocol = Literal["validation", "stress"]
-
-
 class SweepSpec(BaseModel):
     """The axes of a sweep (a full grid: every combination), or an explicit list of ``cells``."""
 
@@ -105,7 +101,11 @@ class SweepSpec(BaseModel):
 
     kernel: str | None = Field(None, description="the kernel audited (default: hwbench's default kernel)")
     devices: list[str] = Field(default_factory=lambda: ["cpu:fp32"], min_length=1)
-    protocols: list[SweepProtocol] = Field(default_factory=lambda: list[SweepProtocol](["stress"]), min_length=1)
+    protocols: list[str] = Field(
+        default_factory=list,
+        description="audit protocols every cell runs (empty: the kernel's AuditFacts.sweep_protocols, else every "
+        "protocol that applies to it)",
+    )
     quick: bool = False
     sets: dict[str, list[Scalar]] = Field(default_factory=dict, description="--set key -> values to try")
     grid: list[OpGrid] = Field(default_factory=list)

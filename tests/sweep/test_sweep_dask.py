@@ -242,3 +242,32 @@ def test_unreachable_scheduler_exits_4_and_writes_nothing(tmp_path: Path):
         .startswith("error: cannot connect to the Dask scheduler at tcp://127.0.0.1:1")
     )
     assert not any(tmp_path.iterdir())
+
+
+def test_every_kernel_sweeps_on_its_own_protocols(tmp_path: Path):
+    """A DL primitive sweeps on Dask with its elementwise protocol (the spec names no protocol: the
+    kernel's own apply), one report per input distribution in every cell."""
+    proc = hwbench(
+        "sweep", "--kernel", "gemm", "--device", "tpu-v3", "--grid", "matmul_input:7,10", "--quick",
+        "--dir", str(tmp_path), "--id", "g", "--workers", "1", "--no-store", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = SweepResult.model_validate(json.loads(proc.stdout))
+    assert result.spec.kernel == "gemm" and result.cluster["kind"] == "local"
+    assert [c.status for c in result.cells] == ["done", "done"]
+    (row,) = result.sensitivity
+    assert row.group == "matmul_input" and set(row.verdicts) == {7, 10}
+    assert all({"dl-gemm normal", "dl-gemm uniform-positive"} <= set(c.protocols) for c in result.cells)
+    widths = set()
+    for line in (tmp_path / "g" / "cells.jsonl").read_text().splitlines():  # every cell's full audit report
+        outcome = json.loads(line)
+        report = outcome["report"]
+        assert report["settings"]["kernel"] == "gemm"
+        assert {p["protocol"] for p in report["protocols"]} == {"dl-primitives"}
+        (cand,) = [r for r in report["protocols"][0]["runs"] if r["role"] == "candidate"]
+        width = cand["profile"].rpartition("matmul_input@m")[2].removesuffix("-nearest-even")
+        assert f"matmul_input@m{width}/" in outcome["key"]
+        widths.add(int(width))
+    assert widths == {7, 10}
+    lif = hwbench("sweep", "--kernel", "lif", "--protocol", "stress", "--dir", str(tmp_path), "--no-store")
+    assert lif.returncode == 2 and "kernel 'lif' has no stress protocol" in lif.stderr

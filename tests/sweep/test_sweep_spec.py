@@ -83,8 +83,11 @@ def test_spec_file_and_its_errors(tmp_path):
     ]
     bad = tmp_path / "b.toml"
     bad.write_text('protocols = ["sprint"]\n')
-    with pytest.raises(UsageError, match=r"b.toml: invalid sweep spec: protocols.0"):
-        SweepSpec.load(bad)
+    with pytest.raises(UsageError, match=r"unknown protocol sprint; choose from: validation, stress"):
+        from hwbench.cli.sweep_io import preflight
+
+        sprint = SweepSpec.load(bad)
+        preflight(sprint, sprint.expand())
     listed = SweepSpec.parse({"cells": [{"device": "cpu", "ops": ["exp"], "bits": 9}]})
     assert [c.key() for c in listed.expand()] == ["cpu|exp@m9/nearest-even|seed=42|dt/1"]
     with pytest.raises(UsageError, match="'ops' and 'bits' go together"):

@@ -47,6 +47,7 @@ class LeakyRingKernel(Kernel):
                 heterogeneous={"tau": (4.0, 2.0)},
             ),
             # its probe v is dimensionless, of order 1: the same relative floors as io-ehh's in mV
+            sweep_protocols=["stress"],
             floors=AuditFloors(max_outside_spikes=1e-3, stable_spread=1.0, source="toy kernel (tests only)"),
         ),
     )

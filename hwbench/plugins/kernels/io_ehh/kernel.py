@@ -105,6 +105,8 @@ AUDIT = AuditFacts(
     ),
     # Absolute floors in mV (the probe is V_soma): 1 uV outside spikes is irrelevant for a membrane
     # that swings over 100 mV; a 1 mV ensemble spread marks the stable regime (docs/audit.md).
+    # a sweep's cells run the stress test unless told otherwise (the study's sensitivity protocol)
+    sweep_protocols=["stress"],
     floors=AuditFloors(
         max_outside_spikes=1e-3, stable_spread=1.0, source="hwbench's (docs/audit.md, absolute floors), in mV"
     ),
