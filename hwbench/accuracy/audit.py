@@ -94,7 +94,7 @@ class Auditor:
                 if why is not None:
                     raise UsageError(f"kernel '{kernel.name}' has no {protocol.name} protocol: {why}")
             return chosen
-        chosen = [p for p in self.protocols.values() if p.refusal(kernel) is None]
+        chosen = [p for p in self.protocols.values() if p.info.automatic and p.refusal(kernel) is None]
         if not chosen:
             why = "; ".join(f"{p.name}: {p.refusal(kernel)}" for p in self.protocols.values())
             raise UsageError(f"kernel '{kernel.name}' cannot be audited here ({why})")

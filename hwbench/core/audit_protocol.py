@@ -81,6 +81,9 @@ class ProtocolInfo(BaseModel):
     floor: str = Field(description="how it forms its floor")
     verdict: str = Field(description="how it reaches its verdict")
     forensics: str = Field("", description="what it can locate when a candidate fails ('' none)")
+    automatic: bool = Field(
+        True, description="run when a kernel it applies to is audited without --protocol (False: only when named)"
+    )
     sources: list[str] = Field(default_factory=list)
 
 

@@ -53,7 +53,7 @@ def test_one_auditor_class_remains() -> None:
 
 def test_every_builtin_protocol_is_registered_through_the_hook() -> None:
     registry = get_registry()
-    assert list(registry.protocols) == ["validation", "stress", "spike-train", "dl-primitives"]
+    assert list(registry.protocols) == ["validation", "stress", "spike-train", "dl-primitives", "training-precision"]
     for protocol in registry.protocols.values():
         assert protocol.info.runs and protocol.info.compares and protocol.info.verdict and protocol.info.floor
 
@@ -84,6 +84,15 @@ def test_spike_train_floor_comes_from_legitimate_variants_and_cpu_fp32_passes() 
     assert p.verdict.value == "PASS" and p.runs[-1].spikes["first_divergence"] is None
     assert p.floor["count_diff_total"] >= 1.0 and p.floor["incoincidence"] >= 0.01
     assert "spike-train" in data and "reference" in data["spike-train"].traces
+
+
+def test_training_precision_runs_only_when_a_training_session_asks() -> None:
+    """`hwbench train --audit` runs on the engine; a bare audit never selects it, and asking for it
+    without a training run says where it comes from."""
+    registry = get_registry()
+    assert registry.protocols["training-precision"] not in Auditor(registry, AuditSettings(kernel="lif")).selected()
+    asked = hwbench_cli("audit", "--kernel", "lif", "--device", "cpu", "--protocol", "training-precision")
+    assert asked.returncode == 2 and "run `hwbench train --audit`" in asked.stderr
 
 
 def test_coincidence_factor_and_first_divergence() -> None:
