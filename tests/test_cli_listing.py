@@ -21,7 +21,7 @@ from hwbench.cli.main import main
 from hwbench.core import plugins as host
 from hwbench.core.hookspecs import hookimpl
 
-LISTINGS = ("devices", "kernels", "metrics", "engines", "plugins")
+LISTINGS = ("devices", "kernels", "metrics", "engines", "plugins", "protocols")
 # Imported lazily by the engines that need them; a listing command must never pay for them.
 HEAVY = ("jax", "jaxlib", "tensorflow", "onnxruntime", "onnx", "tf2onnx", "torch")
 

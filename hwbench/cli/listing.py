@@ -1,4 +1,4 @@
-"""``hwbench devices | kernels | metrics | engines | plugins``: what is registered, and why."""
+"""``hwbench devices | kernels | metrics | engines | plugins | protocols``: what is registered, and why."""
 
 from __future__ import annotations
 
@@ -85,6 +85,29 @@ def kernels(as_json: bool) -> None:
             "Kernels",
             ["name", "family", "state", "probe", "summary"],
             [(r["name"], r["family"], len(r["state_names"]), r["probe"], r["summary"]) for r in records],
+        )
+    _warn_failed(registry)
+
+
+@click.command()
+@json_option
+def protocols(as_json: bool) -> None:
+    """List the audit protocols: what each needs, compares and judges, and the kernels it applies to."""
+    registry = get_registry()
+    records = []
+    for protocol in registry.protocols.values():
+        applies = [k for k, kernel in registry.kernels.items() if protocol.refusal(kernel) is None]
+        records.append({**protocol.info.model_dump(mode="json"), "kernels": applies})
+    if as_json:
+        print_json(records)
+    else:
+        print_table(
+            "Protocols (audit)",
+            ["name", "kernels", "compares", "summary"],
+            [
+                (r["name"], ", ".join(r["kernels"]) or "-", ", ".join(c["header"] for c in r["compares"]), r["summary"])
+                for r in records
+            ],
         )
     _warn_failed(registry)
 
@@ -215,4 +238,4 @@ def schema(name: str | None) -> None:
     print_json(schemas[name].model_json_schema(by_alias=True))
 
 
-COMMANDS = [devices, kernels, metrics, engines, plugins, schema]
+COMMANDS = [devices, kernels, metrics, engines, plugins, schema, protocols]

@@ -149,8 +149,28 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
             uri = charts.bar_chart([d[0] for d in devs], [d[1] for d in devs], title=f"{p['name']}: max |dV| per run",
                                    ylabel=ylabel)  # fmt: skip
             body += image(uri, f"{p['name']} deviation plot")
+        body += metric_table(runs)
         out.append(section(f"Protocol {p.get('name')}", body))
     return out
+
+
+def metric_table(runs: list[dict[str, Any]]) -> str:
+    """The kernel's metrics of every run (synaptic events/s, NeuroBench's, energy where metered):
+    the registered run metrics (``performance``, ``static``, ``workload``, ``energy``) a run carries."""
+    from hwbench.core.metric import RUN_KINDS
+    from hwbench.core.plugins import get_registry
+
+    kinds = {name: m.info.kind for name, m in get_registry().metrics.items()}
+    rows = []
+    for r in runs:
+        for name, values in (r.get("metrics") or {}).items():
+            if kinds.get(name) not in RUN_KINDS or not isinstance(values, dict):
+                continue
+            shown = ", ".join(f"{k} = {v:.4g}" for k, v in values.items() if isinstance(v, (int, float)))
+            rows.append((r.get("label"), name, shown))
+    if not rows:
+        return ""
+    return "<h3>Kernel metrics per run</h3>" + table(["run", "metric", "values"], rows)
 
 
 def profile_sections(source: ReportSource) -> list[str]:

@@ -225,3 +225,16 @@ def test_api_exports_the_protocol_contract() -> None:
     for name in ("AuditProtocol", "AuditContext", "ProtocolInfo", "Compared", "ProtocolReport", "RunSummary"):
         assert name in api.__all__
     assert inspect.isabstract(api.AuditProtocol)
+
+
+def test_the_html_report_shows_each_runs_kernel_metrics(tmp_path: Path) -> None:
+    from hwbench.cli.main import main
+    from hwbench.core.results import write_json
+
+    settings = AuditSettings(kernel="lif", quick=True)
+    report, _ = run_audit(get_registry(), settings, [Candidate("spinnaker")])
+    path = write_json(report, tmp_path / "report.json")
+    assert main(["report", str(path), "--out", str(tmp_path / "audit.html")]) == 0
+    text = (tmp_path / "audit.html").read_text()
+    assert "Kernel metrics per run" in text and "synaptic-events" in text and "events_per_s" in text
+    assert text.count(">synaptic-events<") == len(report.protocols[0].runs)  # one row per run

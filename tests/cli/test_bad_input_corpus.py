@@ -178,7 +178,7 @@ CASES: list[Case] = [
     Case("audit-unknown-mode", [*AUDIT, "-d", "groq:fast"], 2, "unknown mode"),
     Case("audit-cannot-run", [*AUDIT, "-d", "loihi"], 4, "cannot run"),
     Case("audit-no-device", ["audit", "--quick"], 2, "give at least one --device"),
-    Case("audit-bad-protocol", [*AUDIT, "-d", "groq", "--protocol", "speed"], 2, "'--protocol'"),
+    Case("audit-bad-protocol", [*AUDIT, "-d", "groq", "--protocol", "speed"], 2, "unknown protocol speed; choose from"),
     Case("audit-profile-other-device", [*AUDIT, "-d", "a100", "--profile", "groq.toml"], 2, "is for device 'groq'"),
     Case("audit-profile-not-listed", [*AUDIT, "-d", "a100", "-d", "ipu", "--profile", "groq.toml"], 2, "only to the"),
     Case("audit-profile-malformed", [*AUDIT, "-d", "groq", "--profile", "bad.toml"], 2, "bad.toml"),
