@@ -179,3 +179,39 @@ def test_core_names_no_plugin_and_the_checker_sees_lazy_imports() -> None:
             edges[_room(module)].add(_room(target))
     assert "hwbench.plugins" not in edges["hwbench.core"]
     assert "hwbench.cli" not in edges["hwbench.core"]
+
+
+# The audit engine and its protocols (docs/architecture.md, "The audit engine and its protocols").
+ENGINE = "hwbench.accuracy.audit"
+PROTOCOL_MODULES = {
+    "hwbench.stress.protocols": {"validation", "stress", "spike-train"},
+    "hwbench.plugins.kernels.dl.protocol": {"dl-primitives"},
+    "hwbench.plugins.kernels.snn.precision_audit": {"training-precision"},
+}
+
+
+def test_the_audit_engine_imports_no_protocol() -> None:
+    """The auditor knows no protocol: it reaches none of their modules, directly or through others
+    (it may use the time-stepped machinery that several protocols share, which names none)."""
+    reached: set[str] = set()
+    todo = [ENGINE]
+    while todo:
+        module = todo.pop()
+        for target in GRAPH.get(module, {}):
+            if target not in reached:
+                reached.add(target)
+                todo.append(target)
+    assert not reached & {*PROTOCOL_MODULES, "hwbench.accuracy.spike_train", "hwbench.accuracy.validation"}
+    assert not any(_room(m) in ("hwbench.plugins", "hwbench.stress", "hwbench.cli") for m in reached)
+
+
+def test_every_builtin_protocol_comes_through_the_hook() -> None:
+    """Built-in protocols are plugins like third-party ones: each module that registers them is a
+    built-in plugin, and what the registry holds is exactly what those modules return."""
+    from hwbench.core.plugins import BUILTIN_PLUGINS, load_registry
+
+    assert set(PROTOCOL_MODULES) <= set(BUILTIN_PLUGINS.values())
+    registry = load_registry(entry_point_plugins=False)
+    owners = {s.module: set(s.provides.get("protocols", [])) for s in registry.plugins}
+    assert {m: owners[m] for m in PROTOCOL_MODULES} == PROTOCOL_MODULES
+    assert set(registry.protocols) == set().union(*PROTOCOL_MODULES.values())
