@@ -9,7 +9,8 @@ an emulated one quotes the chip's published figure, as ``run`` does.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,18 +27,38 @@ def run_metrics(registry: Registry, kernel: Kernel, workload: Workload, device: 
     """Every registered run metric that applies to ``kernel``, for the run that produced ``trace``."""
     samples = int(np.shape(trace.probes)[0])
     steps = samples * kernel.info.sample_every * max(1, trace.refine)
-    if steps == 0 or trace.run_s <= 0:
+    run = AuditRun(trace.execution, trace.detail, trace.run_s, trace.setup_s, steps)
+    return kernel_metrics(registry, kernel, workload, device, run)
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """What the metrics need of one audit run: how it executed, for how long, how many steps."""
+
+    execution: Literal["real", "emulated"]
+    engine: str
+    run_s: float
+    setup_s: float
+    steps: int
+
+
+def kernel_metrics(
+    registry: Registry, kernel: Kernel, workload: Workload, device: Device, run: AuditRun
+) -> dict[str, Any]:
+    """Every registered run metric (``performance``, ``static``, ``workload``, ``energy``) that
+    applies to ``kernel``, for ``run``; the errors of a metric or a kernel report under "errors"."""
+    if run.steps == 0 or run.run_s <= 0:
         return {}
-    timing = _timing(kernel, workload, device, trace, steps)
-    if trace.execution == "emulated":
-        energy = published(trace.run_s, device.spec.published_energy, device.name)
+    timing = _timing(kernel, workload, device, run)
+    if run.execution == "emulated":
+        energy = published(run.run_s, device.spec.published_energy, device.name)
     else:
-        energy = EnergyReading(status="not measured", seconds=trace.run_s, method="the audit reads no energy counter")
+        energy = EnergyReading(status="not measured", seconds=run.run_s, method="the audit reads no energy counter")
     data: dict[str, Any] = {"timing": timing, "workload": workload, "energy": energy}
     errors: dict[str, str] = {}
     for name in ("structure", "activity"):
         try:
-            data[name] = kernel.activity(workload, steps) if name == "activity" else kernel.structure(workload)
+            data[name] = kernel.activity(workload, run.steps) if name == "activity" else kernel.structure(workload)
         except Exception as exc:  # a kernel whose report fails: the metrics that need it are left out
             data[name] = None
             errors[f"kernel.{name}"] = f"{exc.__class__.__name__}: {exc}"
@@ -48,25 +69,25 @@ def run_metrics(registry: Registry, kernel: Kernel, workload: Workload, device: 
     return out
 
 
-def _timing(kernel: Kernel, workload: Workload, device: Device, trace: Trace, steps: int) -> Timing:
-    simulated_ms = steps * kernel.info.step_ms(workload.params)
+def _timing(kernel: Kernel, workload: Workload, device: Device, run: AuditRun) -> Timing:
+    simulated_ms = run.steps * kernel.info.step_ms(workload.params)
     src = workload.arrays.get("src")
     return Timing(
         kernel=kernel.name,
         device=device.name,
         mode="",
-        execution=trace.execution,
-        engine=trace.detail,
+        execution=run.execution,
+        engine=run.engine,
         dtype="",
         ncells=workload.size,
         ngj=0 if src is None else int(np.asarray(src).size),
         connected=bool(workload.meta.get("connected", True)),
-        setup_s=trace.setup_s,
-        run_s=trace.run_s,
-        run_s_all=[trace.run_s],
+        setup_s=run.setup_s,
+        run_s=run.run_s,
+        run_s_all=[run.run_s],
         simulated_ms=simulated_ms,
-        steps=steps,
-        us_per_step=trace.run_s / steps * 1e6,
-        rtf=trace.run_s / (simulated_ms / 1000.0) if simulated_ms > 0 else None,
-        cell_steps_per_s=workload.size * steps / trace.run_s,
+        steps=run.steps,
+        us_per_step=run.run_s / run.steps * 1e6,
+        rtf=run.run_s / (simulated_ms / 1000.0) if simulated_ms > 0 else None,
+        cell_steps_per_s=workload.size * run.steps / run.run_s,
     )

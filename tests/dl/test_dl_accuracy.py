@@ -112,6 +112,7 @@ def test_tpu_modes_error_ratios_follow_the_pass_count(registry) -> None:
     assert high / highest > 10, (high, highest)
     assert highest < 2 * fp32, (highest, fp32)
     assert all(v.verdict is Verdict.PASS for v in p.verdicts)
+    assert all(r.metrics["throughput"]["gflops"] > 0 for r in p.runs)  # every run carries the kernel's metrics
 
 
 def test_every_device_within_its_bound_on_conv(registry) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from hwbench.accuracy.dl_bounds import BoundModel, bound_model, elementwise_model
 from hwbench.accuracy.numerics.profile import NumericsProfile
+from hwbench.accuracy.run_metrics import AuditRun, kernel_metrics
 from hwbench.core.audit_protocol import AuditContext, AuditProtocol, Candidate, Compared, ProtocolInfo
 from hwbench.core.audit_report import CandidateVerdict, ProtocolReport, RunSummary, combine
 from hwbench.core.errors import UsageError
@@ -158,10 +159,14 @@ class _Distribution:
         model = self._model(profile)
         metrics = compare(out, base["gold"], base["absgold"], model)
         metrics["bound"] = None if model is None else model.derivation
+        execution: Literal["real", "emulated"] = "emulated" if role == "candidate" and cand.device != "cpu" else "real"
+        device = self.ctx.registry.device(cand.device)
+        own = kernel_metrics(self.ctx.registry, self.kernel, self.workload, device,
+                             AuditRun(execution, "numpy", secs, 0.0, 1))  # fmt: skip
         summary = RunSummary(
             label=label, role=role, device=cand.device, mode=cand.mode,
-            execution="emulated" if role == "candidate" and cand.device != "cpu" else "real", engine="numpy",
-            profile=None if profile is None else profile.name, setup_s=0.0, run_s=secs, deviation=metrics,
+            execution=execution, engine="numpy", profile=None if profile is None else profile.name, setup_s=0.0,
+            run_s=secs, deviation=metrics, metrics=own,
         )  # fmt: skip
         return summary, metrics
 
