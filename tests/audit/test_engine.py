@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import hwbench
 from hwbench import api
@@ -238,3 +241,21 @@ def test_the_html_report_shows_each_runs_kernel_metrics(tmp_path: Path) -> None:
     text = (tmp_path / "audit.html").read_text()
     assert "Kernel metrics per run" in text and "synaptic-events" in text and "events_per_s" in text
     assert text.count(">synaptic-events<") == len(report.protocols[0].runs)  # one row per run
+
+
+@given(
+    raster=hnp.arrays(np.int8, st.tuples(st.integers(1, 30), st.integers(1, 6)), elements=st.integers(0, 1)),
+    flip=st.tuples(st.integers(0, 29), st.integers(0, 5)),
+)
+@settings(max_examples=60, deadline=None)
+def test_first_divergence_is_the_earliest_differing_step(raster: np.ndarray, flip: tuple[int, int]) -> None:
+    """Flipping one (step, neuron) of a raster: the divergence is found at that step or earlier,
+    never later, and identical rasters have none; a train always coincides fully with itself."""
+    step, cell = flip[0] % raster.shape[0], flip[1] % raster.shape[1]
+    other = raster.copy()
+    other[step, cell] = 1 - other[step, cell]
+    found = first_divergence(other, raster, 1.0)
+    assert found is not None and found["step"] == step and found["cell"] == cell
+    assert found["candidate_spiked"] == bool(other[step, cell]) and first_divergence(raster, raster, 1.0) is None
+    times = np.nonzero(raster[:, 0])[0].astype(float)
+    assert coincidence_factor(times, times, 2.0, float(raster.shape[0])) == pytest.approx(1.0)
