@@ -122,6 +122,11 @@ class SpikeTrainProtocol(SteppedProtocol):
         deviations[label] = (cand[:n] != refr[:n]).sum(axis=1).astype(np.float64)  # differing neurons per step
         return {"spikes": found}
 
+    def run(self, ctx: AuditContext) -> list[ProtocolReport]:
+        reports = super().run(ctx)
+        ctx.data[self.name].deviation_label = "neurons whose spike differs from the reference's"
+        return reports
+
     def report(
         self,
         ctx: AuditContext,

@@ -89,6 +89,7 @@ class ProtocolData:
     scenario: Scenario
     probe: str = "probe"  # what the traces hold (the kernel's probe) ...
     sample_ms: float = 1.0  # ... sampled every this many ms
+    deviation_label: str = "max over cells |deviation| outside spikes"  # what ``deviations`` hold, per sample
     traces: dict[str, Trace] = field(default_factory=dict)
     deviations: dict[str, np.ndarray] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)

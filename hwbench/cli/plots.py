@@ -146,7 +146,7 @@ def _traces_and_deviation(plt: Any, name: str, pdata: ProtocolData, others: list
             ax2.semilogy(t[: len(dev)], shown, color=colors[lab], lw=0.8, label=f"{lab} ({pdata.roles[lab]})")
     ax2.axhline(DIVERGED_MV, color="k", lw=0.5, ls=":")
     ax2.text(0, DIVERGED_MV, f" >= {DIVERGED_MV:g} or non-finite: diverged", va="bottom", fontsize=7)
-    ax2.set_ylabel("max over cells |deviation| outside spikes")
+    ax2.set_ylabel(pdata.deviation_label)
     ax2.set_xlabel("biological time (s)")
     ax2.legend(fontsize=7, loc="lower right")
     ax2.grid(True, which="both", alpha=0.3)
