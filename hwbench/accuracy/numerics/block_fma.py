@@ -89,6 +89,8 @@ def block(model: MatrixUnitModel, a: Sequence[float], b: Sequence[float], c: flo
         total, grid = _odd_even(model, prods, c)
     elif model.c_position == "after":
         total, grid = _late_c(model, prods, c, exp_check=False)
+    elif model.c_position == "after-rounded":
+        return _rounded_then_c(model, prods, c)
     else:
         total, grid = _aligned(model, prods + ([_c_term(c)] if c != 0 else []))
     return _round_out(model, total, grid)
@@ -204,6 +206,18 @@ def _round_shift(v: int, by: int, mode: str) -> int:
             rem = mag - (kept << by)
             kept += rem > half or (rem == half and kept & 1)
     return -kept if neg else kept
+
+
+def _rounded_then_c(model: MatrixUnitModel, prods: list[tuple[bool, int, int, int]], c: float) -> float:
+    """The products' block sum rounded toward zero onto the output format, then one correctly
+    rounded addition of c (``final_rounding``)."""
+    total, grid = _aligned(model, prods) if prods else (0, 0)
+    partial = _round_out(model.model_copy(update={"final_rounding": "toward-zero"}), total, grid)
+    if math.isinf(partial):
+        return partial
+    terms = [_c_term(v)[:3] for v in (partial, c) if v != 0]
+    total, grid = _exact_sum(terms)
+    return _round_out(model, total, grid)
 
 
 def _odd_even(model: MatrixUnitModel, prods: list[tuple[bool, int, int, int]], c: float) -> tuple[int, int]:

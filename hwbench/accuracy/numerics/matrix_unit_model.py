@@ -79,7 +79,7 @@ class MatrixUnitModel(BaseModel, frozen=True):
     extra_alignment_bits: int = Field(default=0, ge=-20, le=8)
     alignment_rounding: Literal["truncate", "sticky"] = "truncate"
     final_rounding: Literal["toward-zero", "nearest-even"] = "toward-zero"
-    c_position: Literal["alignment", "after"] = "alignment"
+    c_position: Literal["alignment", "after", "after-rounded"] = "alignment"
     late_rounding: Rounding = "toward-zero"
     late_extra_bits: int = Field(default=7, ge=0, le=16)
     c_zero_exponent: int | None = None
