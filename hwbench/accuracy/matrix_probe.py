@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from hwbench.accuracy.numerics.formats import FloatFormat, float_format
+from hwbench.accuracy.numerics.matrix_unit_model import ACCUMULATOR_FRACTION_BITS, MatrixUnitModel
 from hwbench.core.errors import UsageError
 
 Array = NDArray[np.float64]
@@ -69,7 +70,8 @@ class MatrixUnitFeatures(BaseModel):
         description="fraction bits kept at alignment beyond fp32's 23 (negative: fewer); None: exact accumulation"
     )
     alignment_rounding: AlignRounding | None
-    final_rounding: Rounding | None
+    final_rounding: Rounding | None = Field(description="rounding of the products' block sum (c = 0)")
+    c_rounding: Rounding | None = Field(description="rounding of the result when c is added (one product)")
     c_in_alignment: bool | None = Field(description="c aligned with the block's products (True) or added after (False)")
     subnormal_inputs: Literal["kept", "flushed"] | None
     subnormal_outputs: Literal["kept", "flushed"] | None
@@ -85,6 +87,7 @@ PARAMETER_FIELDS = (
     "extra_alignment_bits",
     "alignment_rounding",
     "final_rounding",
+    "c_rounding",
     "c_in_alignment",
     "subnormal_inputs",
     "subnormal_outputs",
@@ -92,15 +95,17 @@ PARAMETER_FIELDS = (
 """Features that are parameters of a block-FMA model (the rest are measured consequences)."""
 
 
-def fmt(name: str) -> FloatFormat:
+def fmt(name: str | FloatFormat) -> FloatFormat:
     """The float format of a matrix-unit format name (``fp8-e4m3`` is OCP e4m3fn)."""
+    if isinstance(name, FloatFormat):
+        return name
     return float_format(FORMAT_ALIASES.get(name, name))
 
 
 class _Probe:
     """One probing session: the unit, its formats, and the features measured so far."""
 
-    def __init__(self, unit: InnerUnit, input_format: str, output_format: str) -> None:
+    def __init__(self, unit: InnerUnit, input_format: str | FloatFormat, output_format: str | FloatFormat) -> None:
         self.unit = unit
         self.fin, self.fout = fmt(input_format), fmt(output_format)
         self.notes: list[str] = []
@@ -212,6 +217,14 @@ def _final_rounding(pr: _Probe) -> Rounding | None:
         return _classify(dp, dn, 3.0 + 2.0 ** (1 - r), 3.0 + 2.0 ** (2 - r))
     pr.notes.append("final rounding: not probed (fewer than 2 products per block)")
     return None
+
+
+def _c_rounding(pr: _Probe) -> Rounding:
+    """``[1] + (1 + 3 * 2**-R) = 2 + 1.5 ulp(2)``: how the result rounds once c is added. A unit
+    that rounds its block sum and then adds c (Blackwell fp8) rounds the two steps differently."""
+    r = pr.rbits
+    dp, dn = pr.signed([1.0], 1.0 + 3 * 2.0**-r)
+    return _classify(dp, dn, 2.0 + 2.0 ** (1 - r), 2.0 + 2.0 ** (2 - r))
 
 
 def _alignment_bits(pr: _Probe) -> int | None:
@@ -353,8 +366,11 @@ def _monotonic(pr: _Probe) -> Literal["violated", "no violation found"]:
     return "violated" if d[1] < d[0] else "no violation found"
 
 
-def probe(unit: InnerUnit, input_format: str, output_format: str) -> MatrixUnitFeatures:
-    """Run every probe against ``unit`` and return its feature table."""
+def probe(
+    unit: InnerUnit, input_format: str | FloatFormat, output_format: str | FloatFormat, *, name: str | None = None
+) -> MatrixUnitFeatures:
+    """Run every probe against ``unit`` and return its feature table. Give the input format as a
+    :class:`FloatFormat` where the name is ambiguous (fp8 fnuz); ``name`` labels it in the table."""
     pr = _Probe(unit, input_format, output_format)
     pr.rbits = _result_bits(pr)
     pr.set_scale()
@@ -366,13 +382,14 @@ def probe(unit: InnerUnit, input_format: str, output_format: str) -> MatrixUnitF
         pr.frac -= 1  # the sticky bit, not a kept bit, reproduced the lowest lost power of two
     bits = pr.frac
     return MatrixUnitFeatures(
-        input_format=input_format,
-        output_format=output_format,
+        input_format=name or (input_format if isinstance(input_format, str) else pr.fin.name),
+        output_format=output_format if isinstance(output_format, str) else pr.fout.name,
         result_fraction_bits=pr.rbits,
         block_size=pr.block,
         extra_alignment_bits=None if bits is None else bits - fmt("fp32").mantissa_bits,
         alignment_rounding=rounding,
         final_rounding=final,
+        c_rounding=_guard(pr, "c rounding", lambda: _c_rounding(pr)),
         c_in_alignment=_guard(pr, "c placement", lambda: _c_in_alignment(pr, rounding)),
         subnormal_inputs=_guard(pr, "subnormal inputs", lambda: _subnormal_inputs(pr)),
         subnormal_outputs=_guard(pr, "subnormal outputs", lambda: _subnormal_outputs(pr)),
@@ -400,3 +417,34 @@ def disagreements(measured: MatrixUnitFeatures, model: MatrixUnitFeatures) -> li
         for name in MatrixUnitFeatures.model_fields
         if name not in skip and getattr(measured, name) != getattr(model, name)
     ]
+
+
+def model_features(model: MatrixUnitModel) -> dict[str, object]:
+    """The parameters the probes must read off a unit running ``model``: its block size, extra
+    alignment bits, roundings, where c joins and subnormal handling, each mapped to the feature
+    table's terms, with the probes' observability limits (a feature no probe vector of at most
+    one block can reach is ``None``, as the probe reports it).
+
+    Exact and pairwise summation have no alignment point: the cancellation probes find every bit
+    kept, so they read as exact (``extra_alignment_bits`` None, c placement not observable).
+    """
+    r = model.output_fraction_bits
+    block_final = "toward-zero" if model.c_position == "after-rounded" else model.final_rounding
+    want: dict[str, object] = {
+        "result_fraction_bits": r,
+        "block_size": model.block_terms,
+        "final_rounding": block_final,
+        "c_rounding": model.final_rounding,
+        "subnormal_inputs": "kept" if model.subnormals_in == "keep" else "flushed",
+        "subnormal_outputs": "kept" if model.subnormals_out == "keep" else "flushed",
+    }
+    if model.summation != "aligned":
+        return {**want, "extra_alignment_bits": None, "alignment_rounding": "exact", "c_in_alignment": None}
+    f = ACCUMULATOR_FRACTION_BITS + model.extra_alignment_bits
+    sticky = model.alignment_rounding == "sticky"
+    seen = block_final == "toward-zero" or (f + sticky >= r + 1 and model.block_terms >= 3)
+    want["extra_alignment_bits"] = model.extra_alignment_bits
+    want["alignment_rounding"] = ("sticky" if sticky else "truncation") if seen else None
+    reach = 2 ** (f - r + 2) <= min(model.block_terms, ProbeK)
+    want["c_in_alignment"] = model.c_position == "alignment" if reach else None
+    return want

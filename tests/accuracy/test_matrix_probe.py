@@ -31,6 +31,7 @@ def expected(u: RefUnit) -> dict[str, object]:
         "block_size": u.block,
         "extra_alignment_bits": None if f is None else f - 23,
         "final_rounding": u.final_rounding,
+        "c_rounding": u.final_rounding,
         "subnormal_inputs": "kept" if u.subnormals_in else "flushed",
         "subnormal_outputs": "kept" if u.subnormals_out else "flushed",
     }
