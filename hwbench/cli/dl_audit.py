@@ -71,6 +71,7 @@ def _render(report: Any) -> None:
                     r.execution[:4] + ".",
                     f"{m.get('max_rel', 0):.3g}",
                     f"{m.get('normwise_rel', 0):.3g}",
+                    f"{m.get('mean_signed_rel', 0):+.2g}",
                     _ratio(m, "max_over_det"),
                     _ratio(m, "max_over_prob"),
                     str(m.get("beyond_det", "-")),
@@ -78,7 +79,11 @@ def _render(report: Any) -> None:
                 )
             )
         title = f"{p.name}: {p.description}" + (f"  [{p.reduced}]" if p.reduced else "")
-        print_table(title, ["run", "exec", "max rel", "normwise", "/det bound", "/sqrt(K)u", "beyond", "verdict"], rows)
+        heads = ["run", "exec", "max rel", "normwise", "mean err", "/det bound", "/sqrt(K)u", "beyond", "verdict"]
+        print_table(title, heads, rows)
+        for r in p.runs:
+            if (r.deviation or {}).get("matmul"):
+                stdout.print(escape(f"  {r.label}: matrix products by the {r.deviation['matmul']}"), highlight=False)
         for v in p.verdicts:
             if v.verdict.value != "PASS":
                 stdout.print(
