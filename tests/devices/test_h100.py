@@ -83,4 +83,21 @@ def test_conv2d_is_a_matrix_product_of_patches() -> None:
 
 
 def test_a_profile_without_a_unit_keeps_the_approximation() -> None:
-    assert matmul_method(get_registry().device("a100").numerics("tensorrt")) == APPROXIMATION
+    assert matmul_method(get_registry().device("ipu").numerics()) == APPROXIMATION
+    assert matmul_method(None) == APPROXIMATION
+
+
+@pytest.mark.parametrize(("mode", "fmt"), [("tensorrt", "tf32"), ("tf32", "tf32"), ("fp16", "fp16"), ("bf16", "bf16")])
+def test_a100_tensor_core_paths_use_the_a100_model(mode: str, fmt: str) -> None:
+    profile = get_registry().device("a100").numerics(mode)
+    assert matmul_method(profile) == f"block-FMA model a100 {fmt}->fp32"
+
+
+def test_tensorrt_keeps_its_ties_away_tf32_operands_on_the_block_model() -> None:
+    """TensorRT's operand rounding (knob tf32_rounding) survives the switch to the block model."""
+    from hwbench.plugins.devices._matrix_unit_ops import MatrixUnitWrapper
+
+    profile = get_registry().device("a100").numerics("tensorrt")
+    unit = profile_unit(profile)
+    assert unit is not None
+    assert MatrixUnitWrapper(profile, unit).rounding is RoundingMode.NEAREST_AWAY

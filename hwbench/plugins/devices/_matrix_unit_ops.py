@@ -4,11 +4,12 @@ The emulating ops (``hwbench.accuracy.numerics.emulate``) compute a matrix produ
 *operand-rounding approximation*: operands rounded to the input format, one native fp32 product.
 A device mode whose profile names a matrix unit (``parameters["matrix_unit"]``, with
 ``matrix_input`` / ``matrix_output``) gets :class:`MatrixUnitOps` instead for its matrix
-products and convolutions: the operands are rounded to the input format (nearest even, as the
-framework's cast does) and every output element is the unit's chained block FMA
-(``hwbench.api.matrix_unit``), exactly as the published model of the chip computes it. Everything
-else is delegated to the emulating ops. The faithful path does O(MNK) exact work; the DL audit
-uses it (sizes of an audit), the io-ehh paths keep the approximation.
+products and convolutions: the operands are rounded to the input format (with the profile's
+``matmul_input`` rounding: nearest even, as a framework's cast does, or TensorRT's ties-away
+TF32) and every output element is the unit's chained block FMA (``hwbench.api.matrix_unit``),
+exactly as the published model of the chip computes it. Everything else is delegated to the
+emulating ops. The faithful path does O(MNK) exact work; the DL audit uses it (sizes of an
+audit), the io-ehh paths keep the approximation.
 
 Convolutions run as matrix products of patches (im2col), K ordered (filter row, filter column,
 input channel) — cuDNN's implicit-GEMM order for NHWC; the order is an assumption.
@@ -23,6 +24,7 @@ import numpy as np
 from hwbench.accuracy.numerics.formats import RoundingMode
 from hwbench.accuracy.numerics.matrix_unit import MatrixUnit, matrix_unit
 from hwbench.accuracy.numerics.profile import NumericsProfile
+from hwbench.core.ops import OpClass
 
 APPROXIMATION = "operand-rounding approximation"
 
@@ -30,6 +32,21 @@ APPROXIMATION = "operand-rounding approximation"
 def unit_parameters(name: str, input_format: str, output_format: str = "fp32") -> dict[str, str]:
     """The profile parameters that route a mode's matrix products through a named unit."""
     return {"matrix_unit": name, "matrix_input": input_format, "matrix_output": output_format}
+
+
+def unit_notes(name: str, input_format: str, output_format: str = "fp32") -> list[str]:
+    """The ``Parameter X = ...`` notes of :func:`unit_parameters` (every profile parameter is cited)."""
+    from hwbench.accuracy.numerics.matrix_unit import matrix_unit
+
+    model = matrix_unit(name, input_format, output_format).model
+    src = f"{model.source} (hwbench.api.matrix_unit; docs/devices/ lists every block-FMA parameter)"
+    conf = model.confidence.value
+    return [
+        f"Parameter matrix_unit = {name!r}, {conf}: the named matrix unit whose block-FMA model computes this "
+        f"mode's matrix products where a DL primitive's audit runs them. Source: {src}",
+        f"Parameter matrix_input = {input_format!r}, {conf}: the unit's input format. Source: {src}",
+        f"Parameter matrix_output = {output_format!r}, {conf}: the unit's output format. Source: {src}",
+    ]
 
 
 def matmul_method(profile: NumericsProfile | None) -> str:
@@ -51,9 +68,10 @@ def profile_unit(profile: NumericsProfile) -> MatrixUnit | None:
 class MatrixUnitOps:
     """An ops namespace whose ``matmul`` / ``conv2d`` run a matrix unit; all else delegated."""
 
-    def __init__(self, inner: Any, unit: MatrixUnit) -> None:
+    def __init__(self, inner: Any, unit: MatrixUnit, rounding: RoundingMode = RoundingMode.NEAREST_EVEN) -> None:
         self._inner = inner
         self.unit = unit
+        self.rounding = rounding
 
     def __getattr__(self, name: str) -> Any:
         if name == "_inner":
@@ -84,7 +102,7 @@ class MatrixUnitOps:
         from hwbench.accuracy.numerics.rounding import round_float
 
         v = np.asarray(unwrap(x), dtype=np.float64)
-        return np.asarray(round_float(v, self.unit.model.input_float, RoundingMode.NEAREST_EVEN), dtype=np.float64)
+        return np.asarray(round_float(v, self.unit.model.input_float, self.rounding), dtype=np.float64)
 
     def _result(self, out: np.ndarray, like: Any) -> Any:
         from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
@@ -102,6 +120,8 @@ class MatrixUnitWrapper:
 
         self.inner = emulating_ops(profile, counters=counters, seed=seed)
         self.unit = unit
+        rule = profile.ops.get(OpClass.MATMUL_INPUT)
+        self.rounding = RoundingMode.NEAREST_EVEN if rule is None else rule.rounding
 
     def __call__(self, raw: Any) -> MatrixUnitOps:
-        return MatrixUnitOps(self.inner(raw), self.unit)
+        return MatrixUnitOps(self.inner(raw), self.unit, self.rounding)

@@ -30,7 +30,7 @@ from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass
-from hwbench.plugins.devices._matrix_unit_ops import unit_parameters
+from hwbench.plugins.devices._matrix_unit_ops import unit_notes, unit_parameters
 from hwbench.plugins.devices._support import capacity_support, footprint, jax_on_device
 from hwbench.plugins.devices.a100 import jax_gpu_backend, nvidia_gpus
 
@@ -75,6 +75,7 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         "approximation (operands rounded, one fp32 product). Source: " + H100_MODEL + ".",
         "Not modelled: cuBLAS / cuDNN kernel choice (split-K, the K order of convolutions: im2col order assumed).",
         XLA_CPU_NOTE,
+        *unit_notes("h100", unit_fmt),
     ]
     return NumericsProfile(
         name=f"h100-{mode}",
