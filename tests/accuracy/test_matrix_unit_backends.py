@@ -114,13 +114,24 @@ def test_jax_matches_reference(model: MatrixUnitModel) -> None:
 
 
 @pytest.mark.parametrize("backend", ["numpy", "jax"])
-@pytest.mark.parametrize("key", [("h100", "fp16", "fp32"), ("mi300", "fp8-e4m3", "fp32"), ("mi250", "bf16", "fp32")])
+@pytest.mark.parametrize(
+    "key",
+    [
+        ("h100", "fp16", "fp32"),
+        ("a100", "tf32", "fp32"),
+        ("v100", "fp16", "fp16"),
+        ("ada", "fp8-e5m2", "fp32"),
+        ("mi300", "fp8-e4m3", "fp32"),
+        ("mi250", "bf16", "fp32"),
+    ],
+)
 def test_matmul_is_inner_products(key: tuple[str, str, str], backend: str) -> None:
     unit = matrix_unit(*key, backend=backend)  # type: ignore[arg-type]
     rng = np.random.default_rng(7)
     fin, fout = unit.model.input_float, unit.model.output_float
-    a = values(rng, fin, (5, 3 * unit.model.block_terms), specials=False)
-    b = values(rng, fin, (3 * unit.model.block_terms, 4), specials=False)
+    kk = 3 * unit.model.block_terms - 1  # a partial last block, padded with zero products
+    a = values(rng, fin, (5, kk), specials=False)
+    b = values(rng, fin, (kk, 4), specials=False)
     c = values(rng, fout, (5, 4), specials=False)
     got = unit.matmul(a, b, c)
     want = unit.with_backend("reference").inner(np.repeat(a, 4, axis=0), np.tile(b.T, (5, 1)), c.reshape(-1))
