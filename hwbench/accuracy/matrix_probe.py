@@ -433,7 +433,7 @@ def model_features(model: MatrixUnitModel) -> dict[str, object]:
     want: dict[str, object] = {
         "result_fraction_bits": r,
         "block_size": model.block_terms,
-        "final_rounding": block_final,
+        "final_rounding": block_final if model.block_terms >= 2 else None,  # one product: no block sum
         "c_rounding": model.final_rounding,
         "subnormal_inputs": "kept" if model.subnormals_in == "keep" else "flushed",
         "subnormal_outputs": "kept" if model.subnormals_out == "keep" else "flushed",

@@ -58,31 +58,48 @@ Execution = Literal["real", "emulated"]
 def _device_unit(spec: str, emulated: bool) -> tuple[str, str, Execution, str, Any, str, str]:
     """(device, mode, execution, what, unit, input format, output format) for ``D[:MODE]``."""
     from hwbench.core.plugins import get_registry
-    from hwbench.plugins.devices._matrix_unit_ops import matmul_method, profile_unit
 
     name, _, mode = spec.partition(":")
     device = get_registry().device(name.strip())
     mode = mode.strip() or device.modes[0]
     if mode not in device.modes:
         raise UsageError(f"unknown mode '{mode}' of device '{device.name}'; choose from: {', '.join(device.modes)}")
-    profile = device.numerics(mode)
-    unit = None if profile is None else profile_unit(profile)
-    if profile is None or unit is None:
-        raise UsageError(f"device '{device.name}' mode '{mode}' has no matrix-unit model; {_with_units()}")
-    fin, fout = str(profile.parameters["matrix_input"]), str(profile.parameters["matrix_output"])
+    unit, what = _emulated_unit(device, mode)
+    fin, fout = unit.model.input_format, unit.model.output_format
     real = None if emulated else getattr(device, "real_matrix_unit", lambda m: None)(mode)
     if real is not None:
         return device.name, mode, "real", f"real tensor cores ({real.describe()})", real, fin, fout
-    return device.name, mode, "emulated", matmul_method(profile), unit, fin, fout
+    return device.name, mode, "emulated", what, unit, fin, fout
+
+
+def _emulated_unit(device: Any, mode: str) -> tuple[Any, str]:
+    """The unit a device mode's profile names, else the device's own block-FMA description."""
+    from hwbench.accuracy.numerics.matrix_unit import MatrixUnit
+    from hwbench.plugins.devices._matrix_unit_ops import matmul_method, profile_unit
+
+    profile = device.numerics(mode)
+    unit = None if profile is None else profile_unit(profile)
+    if unit is not None:
+        return unit, matmul_method(profile)
+    described = getattr(device, "matrix_unit_model", lambda m: None)(mode)
+    if described is None:
+        raise UsageError(f"device '{device.name}' mode '{mode}' has no matrix-unit model; {_with_units()}")
+    return MatrixUnit(described), f"block-FMA description {described.name} ({described.confidence.value})"
 
 
 def _with_units() -> str:
     from hwbench.core.plugins import get_registry
     from hwbench.plugins.devices._matrix_unit_ops import profile_unit
 
+    def has_unit(dev: Any, mode: str) -> bool:
+        profile = dev.numerics(mode)
+        if profile is not None and profile_unit(profile) is not None:
+            return True
+        return getattr(dev, "matrix_unit_model", lambda m: None)(mode) is not None
+
     found = []
     for dev in get_registry().devices.values():
-        modes = [m for m in dev.modes if (p := dev.numerics(m)) is not None and profile_unit(p) is not None]
+        modes = [m for m in dev.modes if has_unit(dev, m)]
         if modes:
             found.append(f"{dev.name} ({', '.join(modes)})")
     return "devices with one: " + "; ".join(found)

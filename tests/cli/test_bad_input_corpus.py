@@ -180,7 +180,7 @@ CASES: list[Case] = [
     Case("audit-no-device", ["audit", "--quick"], 2, "give at least one --device"),
     Case("probe-unknown-device", ["probe", "-d", "h10"], 2, "Did you mean 'h100'"),
     Case("probe-unknown-mode", ["probe", "-d", "h100:fp64"], 2, "unknown mode 'fp64'"),
-    Case("probe-no-matrix-unit", ["probe", "-d", "loihi"], 2, "has no matrix-unit model; devices with one: h100"),
+    Case("probe-no-matrix-unit", ["probe", "-d", "loihi"], 2, "has no matrix-unit model; devices with one: a100"),
     Case("probe-no-device", ["probe"], 2, "--device"),
     Case("probe-compare-unknown", ["probe", "-d", "h100:fp16", "--compare", "h1000"], 2, "unknown matrix unit"),
     Case("probe-compare-no-format", ["probe", "-d", "h100:tf32", "--compare", "v100"], 2, "no published model for"),

@@ -57,3 +57,25 @@ def test_compare_table_marks_differences(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["probe", "-d", "h100:bf16", "--compare", "a100"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "<- differs" in out and "feature(s) differ from a100 bf16->fp32" in out
+
+
+@pytest.mark.parametrize(
+    ("spec", "subnormals_in"), [("tpu-v3", "flushed"), ("tpu-v3:highest", "flushed"), ("ipu:fp16-sr", "kept")]
+)
+def test_described_units_read_back_their_assumed_description(
+    spec: str, subnormals_in: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TPU MXU and IPU AMP: published facts (exact products, fp32 accumulation) plus labelled
+    assumptions (one nearest-even rounding per product), probed like any other unit."""
+    from hwbench.core.plugins import get_registry
+
+    assert main(["probe", "-d", spec, "--json"]) == EXIT_OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["unit"].endswith("(assumed)")
+    name, _, mode = spec.partition(":")
+    dev = get_registry().device(name)
+    model = dev.matrix_unit_model(mode or dev.modes[0])
+    want = model_features(model)
+    assert {k: report["features"][k] for k in want} == want
+    assert (report["features"]["block_size"], report["features"]["c_rounding"]) == (1, "nearest-even")
+    assert report["features"]["subnormal_inputs"] == subnormals_in
