@@ -123,3 +123,13 @@ def test_a_described_unit() -> None:
     assert unit.model is model
     with pytest.raises(UsageError, match="not both"):
         matrix_unit("h100", "bf16", model=model)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_zero_result_is_positive_zero(backend: str) -> None:
+    # products cut to nothing, or cancelling exactly: the unit returns +0 (as the published model)
+    u = matrix_unit("v100", "fp16", "fp32", backend=backend)  # type: ignore[arg-type]
+    out = u.inner(np.array([[-T, -T, 1.0, -1.0]]), np.array([[T, T, 1.0, 1.0]]), np.array([0.0]))
+    assert out.astype(np.float32).view(np.uint32)[0] == 0
+    m = u.matmul(np.array([[-T, -T, 1.0, -1.0]]), np.array([[T], [T], [1.0], [1.0]]))
+    assert m.astype(np.float32).view(np.uint32)[0, 0] == 0

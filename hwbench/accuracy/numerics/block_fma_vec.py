@@ -231,12 +231,15 @@ def _exponent(xp: Any, x: Any, emin: int) -> Any:
 
 def _pow2(xp: Any, e: Any) -> Any:
     """``2.0 ** e`` for integer arrays, built from its bits (e clamped to the normal range)."""
-    biased = (xp.clip(e, -1022, 1023).astype(xp.int64) + 1023) << 52
+    return _from_bits(xp, (xp.clip(e, -1022, 1023).astype(xp.int64) + 1023) << 52)
+
+
+def _from_bits(xp: Any, bits: Any) -> Any:
     if xp is np:
-        return np.asarray(biased).view(np.float64)
+        return np.asarray(bits, dtype=np.int64).view(np.float64)
     import jax
 
-    return jax.lax.bitcast_convert_type(biased, xp.float64)
+    return jax.lax.bitcast_convert_type(bits, xp.float64)
 
 
 def _aligned_family(xp: Any, model: MatrixUnitModel, prod: Any, exps: Any, c: Any) -> Any:
@@ -340,6 +343,8 @@ def _round_out(xp: Any, model: MatrixUnitModel, total: Any, grid: Any, mode: str
 
 def _round_value(xp: Any, model: MatrixUnitModel, value: Any, mode: str) -> Any:
     fout = model.output_float
+    if mode == "toward-zero" and model.output_fraction_bits == fout.mantissa_bits and model.subnormals_out == "keep":
+        return _truncate_value(xp, fout, value)
     mag = xp.abs(value)
     exp = _exponent(xp, mag, fout.emin)
     shift = model.output_fraction_bits - exp
@@ -351,6 +356,18 @@ def _round_value(xp: Any, model: MatrixUnitModel, value: Any, mode: str) -> Any:
     if model.subnormals_out == "flush":
         out = xp.where(xp.abs(out) < 2.0**fout.emin, 0.0, out)
     return out
+
+
+def _truncate_value(xp: Any, fout: Any, value: Any) -> Any:
+    """Round toward zero onto ``fout`` by clearing the float64 fraction bits it does not have
+    (normal range), or truncating on the subnormal grid below ``2^emin``; inf past the top."""
+    p = fout.mantissa_bits
+    keep = ~((1 << (52 - p)) - 1)
+    masked = _from_bits(xp, _bits(xp, value) & keep)
+    quantum = 2.0 ** (fout.emin - p)
+    sub = xp.trunc(value * (1.0 / quantum)) * quantum
+    out = xp.where(xp.abs(value) < 2.0**fout.emin, sub, masked) + 0.0  # a zero result is +0
+    return xp.where(xp.abs(out) >= 2.0 ** (fout.emax + 1), xp.where(value < 0, -xp.inf, xp.inf), out)
 
 
 def _round_two(xp: Any, model: MatrixUnitModel, x: Any, y: Any) -> Any:
