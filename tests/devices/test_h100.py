@@ -101,3 +101,16 @@ def test_tensorrt_keeps_its_ties_away_tf32_operands_on_the_block_model() -> None
     unit = profile_unit(profile)
     assert unit is not None
     assert MatrixUnitWrapper(profile, unit).rounding is RoundingMode.NEAREST_AWAY
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp8-e4m3", "tf32"])
+def test_real_path_gemm_diagonal_is_the_row_inner_products(fmt: str) -> None:
+    """The real probe path's arithmetic plumbing, on JAX's CPU: small integers, exact everywhere."""
+    from hwbench.plugins.devices.h100 import gemm_diagonal
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(-4, 5, size=(7, 32)).astype(np.float64)
+    b = rng.integers(-4, 5, size=(7, 32)).astype(np.float64)
+    c = rng.integers(-100, 100, size=7).astype(np.float64)
+    got = gemm_diagonal(a, b, c, fmt, platform="cpu")
+    assert np.array_equal(got, np.einsum("nk,nk->n", a, b) + c)

@@ -126,3 +126,17 @@ def test_audit_table_has_the_mean_error_column(capsys: pytest.CaptureFixture[str
     assert main(["audit", "--kernel", "gemm", "--device", "h100:fp8-e4m3", "--quick"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "mean" in out and "block-FMA model h100 fp8-e4m3->fp32" in out
+
+
+@pytest.mark.parametrize("kernel", ["conv2d", "lstm"])
+def test_audit_conv2d_lstm_h100_fp8_keep_bounds_and_add_mean_error(
+    kernel: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["audit", "--kernel", kernel, "--device", "h100:fp8-e4m3", "--quick", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code in (EXIT_OK, EXIT_CHECK_FAILED)
+    for p in report["protocols"]:
+        ref, h100 = p["runs"]
+        assert h100["deviation"]["matmul"] == "block-FMA model h100 fp8-e4m3->fp32"
+        assert isinstance(h100["deviation"]["mean_signed_rel"], float)
+        assert ("bound" in h100["deviation"]) and isinstance(ref["deviation"]["mean_signed_rel"], float)

@@ -197,21 +197,28 @@ class JaxTensorCoreUnit:
         return f"{nvidia_gpus()[0]} via JAX, {self.input_format} operands, fp32 accumulation"
 
     def inner(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        import jax
-        import jax.numpy as jnp
+        return gemm_diagonal(a, b, c, self.input_format, platform="gpu")
 
-        device = jax.devices("gpu")[0]
-        dtype = jnp.float32 if self.input_format == "tf32" else getattr(jnp, self.DTYPES[self.input_format])
-        precision = jax.lax.Precision.DEFAULT if self.input_format == "tf32" else None
 
-        @jax.jit
-        def run(x: Any, y: Any, z: Any) -> Any:
-            return jnp.matmul(x, y.T, precision=precision, preferred_element_type=jnp.float32) + z
+def gemm_diagonal(a: np.ndarray, b: np.ndarray, c: np.ndarray, input_format: str, *, platform: str) -> np.ndarray:
+    """``a[i] . b[i] + c[i]`` as the diagonal of one jitted ``A @ B.T + diag(c)`` on ``platform``
+    (operands in ``input_format``'s dtype, fp32 accumulation). The tests run it on the CPU."""
+    import jax
+    import jax.numpy as jnp
 
-        x = jax.device_put(jnp.asarray(a, dtype=dtype), device)
-        y = jax.device_put(jnp.asarray(b, dtype=dtype), device)
-        z = jax.device_put(jnp.diag(jnp.asarray(c, dtype=jnp.float32)), device)
-        return np.diag(np.asarray(run(x, y, z), dtype=np.float64)).copy()
+    device = jax.devices(platform)[0]
+    tf32 = input_format == "tf32"
+    dtype = jnp.float32 if tf32 else getattr(jnp, JaxTensorCoreUnit.DTYPES[input_format])
+    precision = jax.lax.Precision.DEFAULT if tf32 else None
+
+    @jax.jit
+    def run(x: Any, y: Any, z: Any) -> Any:
+        return jnp.matmul(x, y.T, precision=precision, preferred_element_type=jnp.float32) + z
+
+    x = jax.device_put(jnp.asarray(a, dtype=dtype), device)
+    y = jax.device_put(jnp.asarray(b, dtype=dtype), device)
+    z = jax.device_put(jnp.diag(jnp.asarray(c, dtype=jnp.float32)), device)
+    return np.diag(np.asarray(run(x, y, z), dtype=np.float64)).copy()
 
 
 @hookimpl
