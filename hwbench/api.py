@@ -20,12 +20,18 @@ this hwbench's is refused at load time with a one-line reason (``hwbench plugins
 a device written against contract 1 (its ``executor`` takes ``kernel, workload``) keeps working
 through an adapter, and a request it cannot honour is refused with a message naming the contract.
 See ``docs/plugin-authors.md`` for every signature with a worked example.
+
+Added within contract 2 (no version bump: additions never break a plugin): ``matrix_unit``,
+``MatrixUnit``, ``MatrixUnitModel`` and ``MATRIX_UNITS``, the block-FMA matrix units of real GPUs
+(``docs/matrix-units.md``).
 """
 
 from __future__ import annotations
 
 from hwbench.accuracy.numerics.emulated_device import EmulatedDevice, KnobbedDevice, emulated_executor
 from hwbench.accuracy.numerics.formats import FixedFormat, FloatFormat, RoundingMode, custom_float, get_format
+from hwbench.accuracy.numerics.matrix_unit import MATRIX_UNITS, MatrixUnit, matrix_unit
+from hwbench.accuracy.numerics.matrix_unit_model import MatrixUnitModel
 from hwbench.accuracy.numerics.presets import Knob
 from hwbench.accuracy.numerics.profile import Confidence, ErrorModel, NumericsProfile, OpNumerics
 from hwbench.core.activity import Activity, Structure, connection_activity, layer_activity
@@ -64,6 +70,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
+    "MATRIX_UNITS",
     "OPS_FUNCTIONS",
     "Activity",
     "AuditContext",
@@ -92,6 +99,8 @@ __all__ = [
     "KernelInfo",
     "Knob",
     "KnobbedDevice",
+    "MatrixUnit",
+    "MatrixUnitModel",
     "Metric",
     "MetricInfo",
     "NumericsProfile",
@@ -130,6 +139,7 @@ __all__ = [
     "hookimpl",
     "kernel_params",
     "layer_activity",
+    "matrix_unit",
     "pick_engine",
     "replay",
 ]

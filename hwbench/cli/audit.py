@@ -265,6 +265,9 @@ def _render(registry: Registry, report: AuditReport) -> None:
         print_table(title, ["run", "exec", *[c[0] for c in columns], "hard check", "s"], rows)
         floor = ", ".join(f"{k} {_fmt(v)}" for k, v in p.floor.items())
         stdout.print(f"  regime: {p.regime}; floor: {floor}", highlight=False)
+        for r in p.runs:  # how a device's matrix products were computed (block-FMA model or approximation)
+            if (r.deviation or {}).get("matmul"):
+                stdout.print(escape(f"  {r.label}: matrix products by the {r.deviation['matmul']}"), highlight=False)
         for v in p.verdicts:
             color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[v.verdict.value]
             stdout.print(

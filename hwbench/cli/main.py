@@ -99,6 +99,7 @@ def _register_builtin_commands() -> None:
         "hwbench.cli.report",
         "hwbench.cli.train",
         "hwbench.cli.sweep",
+        "hwbench.cli.probe",
     ):
         try:
             mod = __import__(module, fromlist=["COMMANDS"])

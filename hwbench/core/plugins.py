@@ -37,6 +37,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "builtin-engines": "hwbench.plugins.engines",
     "builtin-cpu": "hwbench.plugins.devices.cpu",
     "builtin-a100": "hwbench.plugins.devices.a100",
+    "builtin-h100": "hwbench.plugins.devices.h100",
     "builtin-tpu": "hwbench.plugins.devices.tpu",
     "builtin-ipu": "hwbench.plugins.devices.ipu",
     "builtin-groq": "hwbench.plugins.devices.groq",

@@ -43,7 +43,7 @@ def ops_for(profile: NumericsProfile) -> Any:
 
 
 def test_modes_and_spec(gpu: A100Device) -> None:
-    assert gpu.modes == ("cuda-fp32", "tensorrt")
+    assert gpu.modes == ("cuda-fp32", "tensorrt", "tf32", "fp16", "bf16")
     assert gpu.default_mode == "cuda-fp32"
     assert gpu.spec.memory_bytes == 80 * 10**9
     assert gpu.spec.sources and "Table I" in gpu.spec.sources[0]
@@ -142,7 +142,8 @@ def test_probe_names_the_gpu_it_finds(tmp_path: Path, monkeypatch: pytest.Monkey
     probe = A100Device().probe()
     assert probe.status == "real"
     assert probe.reason == (
-        "real tensorrt: NVIDIA A100-SXM4-80GB via ONNX Runtime TensorRT execution provider; emulated: cuda-fp32"
+        "real tensorrt: NVIDIA A100-SXM4-80GB via ONNX Runtime TensorRT execution provider; "
+        "emulated: cuda-fp32, tf32, fp16, bf16"
     )
 
 

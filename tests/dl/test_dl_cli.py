@@ -105,3 +105,38 @@ def test_audit_exit_1_on_fail(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     code = main(["audit", "--kernel", "gemm", "--device", "a100:tensorrt", "--quick"])
     out = " ".join(capsys.readouterr().out.split())  # undo the table's line wrapping
     assert code == EXIT_CHECK_FAILED and "beyond the deterministic bound" in out and "Overall: FAIL" in out
+
+
+def test_audit_gemm_h100_fp16_quick_runs_the_block_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29: the h100's tensor cores in a DL audit, with the signed mean error that shows the
+    toward-zero bias of its block sums (positive data: below the fp32 reference's)."""
+    code = main(["audit", "--kernel", "gemm", "--device", "h100:fp16", "--quick", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == EXIT_OK and report["verdict"] == "PASS"
+    by_dist = {p["name"]: p["runs"] for p in report["protocols"]}
+    ref, h100 = by_dist["dl-gemm uniform-positive"]
+    assert h100["deviation"]["matmul"] == "block-FMA model h100 fp16->fp32"
+    assert "matmul" not in ref["deviation"]
+    assert h100["deviation"]["mean_signed_rel"] < 0
+    assert h100["deviation"]["mean_signed_rel"] < 10 * min(ref["deviation"]["mean_signed_rel"], -1e-9)
+    assert "K = 1760" in h100["deviation"]["bound"]
+
+
+def test_audit_table_has_the_mean_error_column(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "--kernel", "gemm", "--device", "h100:fp8-e4m3", "--quick"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "mean" in out and "block-FMA model h100 fp8-e4m3->fp32" in out
+
+
+@pytest.mark.parametrize("kernel", ["conv2d", "lstm"])
+def test_audit_conv2d_lstm_h100_fp8_keep_bounds_and_add_mean_error(
+    kernel: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["audit", "--kernel", kernel, "--device", "h100:fp8-e4m3", "--quick", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code in (EXIT_OK, EXIT_CHECK_FAILED)
+    for p in report["protocols"]:
+        ref, h100 = p["runs"]
+        assert h100["deviation"]["matmul"] == "block-FMA model h100 fp8-e4m3->fp32"
+        assert isinstance(h100["deviation"]["mean_signed_rel"], float)
+        assert ("bound" in h100["deviation"]) and isinstance(ref["deviation"]["mean_signed_rel"], float)

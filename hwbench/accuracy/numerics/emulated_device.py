@@ -106,7 +106,9 @@ class KnobbedDevice(EmulatedDevice):
     def apply_overrides(self, profile: NumericsProfile, overrides: dict[str, Any]) -> NumericsProfile:
         from hwbench.accuracy.numerics.presets import resolve_knobs
 
-        values = resolve_knobs(self.name, self.mode_knobs[profile.mode], {**profile.parameters, **overrides})
+        knobs = self.mode_knobs[profile.mode]
+        kept = {k: v for k, v in profile.parameters.items() if k in knobs}  # derived parameters are rebuilt
+        values = resolve_knobs(self.name, knobs, {**kept, **overrides})
         return self.build_profile(profile.mode, values)
 
 

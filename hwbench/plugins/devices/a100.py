@@ -65,7 +65,18 @@ CUDA_EXPF = "CUDA C++ Programming Guide, Mathematical Functions: expf maximum er
 JAX_PRECISION = "JAX jax_default_matmul_precision / lax.Precision.HIGHEST: fp32 matrix products, no TF32"
 HBM_BYTES = 80 * 10**9
 
-MODES = ("cuda-fp32", "tensorrt")
+MODES = ("cuda-fp32", "tensorrt", "tf32", "fp16", "bf16")
+#: tensor-core modes: mode -> (matrix-unit input format, the project's format preset)
+TENSOR_CORE_MODES: dict[str, tuple[str, str]] = {
+    "tf32": ("tf32", "tf32"),
+    "fp16": ("fp16", "fp16"),
+    "bf16": ("bf16", "bf16"),
+}
+A100_MODEL = (
+    "Khattak & Mikaitis, 'Accurate Models of NVIDIA Tensor Cores', arXiv:2512.07004 (2025), "
+    "github.com/north-numerical-computing/MATLAB-tensor-core models/A100TC.m, validated bit for bit "
+    "against the published A100 vectors"
+)
 
 EXP_ULPS = Knob(
     0.0,
@@ -102,6 +113,7 @@ GATHER_AS_MATMUL = Knob(
 KNOBS: dict[str, dict[str, Knob]] = {
     "cuda-fp32": {"exp_ulps": EXP_ULPS},
     "tensorrt": {"tf32_rounding": TF32_ROUNDING, "gather_as_matmul": GATHER_AS_MATMUL, "exp_ulps": EXP_ULPS},
+    **{mode: {"exp_ulps": EXP_ULPS} for mode in TENSOR_CORE_MODES},
 }
 
 
@@ -168,7 +180,42 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     notes = knob_notes(knobs, values)
     if mode == "cuda-fp32":
         return _cuda_fp32_profile(values, ops, notes)
+    if mode in TENSOR_CORE_MODES:
+        return _tensor_core_profile(mode, values, ops, notes)
     return _tensorrt_profile(values, ops, notes)
+
+
+def _tensor_core_profile(
+    mode: str, values: dict[str, Any], ops: dict[OpClass, OpNumerics], notes: list[str]
+) -> NumericsProfile:
+    """Matrix products on the A100's tensor cores (A100 block-FMA model), IEEE fp32 elementwise."""
+    from hwbench.plugins.devices._matrix_unit_ops import unit_notes, unit_parameters
+
+    unit_fmt, preset = TENSOR_CORE_MODES[mode]
+    ops[OpClass.MATMUL_INPUT] = OpNumerics(
+        format=preset,
+        source=f"{A100_MODEL}; operands cast to {unit_fmt} with nearest-even (the framework's cast)",
+        confidence=Confidence.DOCUMENTED,
+    )
+    ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(format="fp32", source=A100_MODEL, confidence=Confidence.DOCUMENTED)
+    notes = [
+        "Elementwise +, -, *, / are IEEE fp32 on the CUDA cores; confidence: documented (CUDA C++ Programming "
+        "Guide, Floating-Point Standard).",
+        f"Matrix products and convolutions on the tensor cores: block-FMA model a100 {unit_fmt}->fp32 where a DL "
+        "primitive's audit runs them; elsewhere the operand-rounding approximation. Source: " + A100_MODEL + ".",
+        XLA_CPU_NOTE,
+        *notes,
+        *unit_notes("a100", unit_fmt),
+    ]
+    return NumericsProfile(
+        name=f"a100-{mode}",
+        device="a100",
+        mode=mode,
+        description=f"A100 tensor cores, {unit_fmt} operands, fp32 block-FMA accumulation; IEEE fp32 elementwise",
+        ops=ops,
+        parameters={**values, **unit_parameters("a100", unit_fmt)},
+        notes=notes,
+    )
 
 
 def _cuda_fp32_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], notes: list[str]) -> NumericsProfile:
@@ -200,6 +247,8 @@ def _cuda_fp32_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], n
 
 def _tensorrt_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], notes: list[str]) -> NumericsProfile:
     """TensorRT with kTF32: TF32 multiplicands, fp32 accumulation, optionally gathers as one-hot products."""
+    from hwbench.plugins.devices._matrix_unit_ops import unit_notes, unit_parameters
+
     mode = "tensorrt"
     rounding = RoundingMode(values["tf32_rounding"])
     ops[OpClass.MATMUL_INPUT] = OpNumerics(
@@ -225,8 +274,11 @@ def _tensorrt_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], no
         "ONNX export (tf2onnx >= 1.17) emits Gather and ReduceSum for them, no MatMul.",
         "Not modelled: TensorRT's choice of kernels and fusions (it may pick a non-TF32 kernel where that is "
         "faster, and its fused pointwise exp is not published) and summation order inside matrix products.",
+        "Inner products of DL primitives' audits run on the A100 tf32 block-FMA model (see "
+        "docs/devices/a100.md, 'Matrix unit'); io-ehh keeps the operand-rounding approximation.",
         XLA_CPU_NOTE,
         *notes,
+        *unit_notes("a100", "tf32"),
     ]
     return NumericsProfile(
         name="a100-tensorrt",
@@ -235,7 +287,7 @@ def _tensorrt_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], no
         description="TensorRT on the A100 with its default kTF32 flag: TF32 multiplicands, fp32 accumulation, "
         "IEEE fp32 elementwise",
         ops=ops,
-        parameters=values,
+        parameters={**values, **unit_parameters("a100", "tf32")},
         notes=notes,
     )
 
@@ -288,7 +340,9 @@ class A100Device(KnobbedDevice):
         gpus = nvidia_gpus()
         if not gpus:
             return None
-        backend = jax_gpu_backend() if mode == "cuda-fp32" else tensorrt_backend()
+        if mode in ("fp16", "bf16"):  # the kernels' operands are fp32: no real reduced-precision path
+            return None
+        backend = tensorrt_backend() if mode == "tensorrt" else jax_gpu_backend()
         return f"{gpus[0]} via {backend}" if backend else None
 
     def detect_real(self) -> str | None:
@@ -327,9 +381,15 @@ class A100Device(KnobbedDevice):
             executor = emulated_executor(request, self.numerics(mode))
             executor.detail += f" (no real backend for mode '{mode}' here)"
             return executor
-        if mode == "cuda-fp32":
+        if mode in ("cuda-fp32", "tf32"):
+            tf32 = mode == "tf32"
             return jax_on_device(
-                kernel, workload, platform="gpu", precision="highest", engine=engine, what=f"{backend}, TF32 off"
+                kernel,
+                workload,
+                platform="gpu",
+                precision="default" if tf32 else "highest",
+                engine=engine,
+                what=f"{backend}, TF32 {'on' if tf32 else 'off'}",
             )
         return _tensorrt_executor(kernel, workload, engine, backend)
 

@@ -56,6 +56,7 @@ SNN_TRAINING_ENERGY = (
 )
 
 if TYPE_CHECKING:
+    from hwbench.accuracy.numerics.matrix_unit_model import MatrixUnitModel
     from hwbench.core.device import Device
 
 ARGONNE = "Argonne National Laboratory AI-accelerator evaluation (Emani et al., 2022): GC200 peak rates"
@@ -298,6 +299,13 @@ class IpuDevice(KnobbedDevice):
         if engine not in (None, "tensorflow"):
             raise UsageError(f"the real IPU runs through the 'tensorflow' engine (Graphcore's TF); got '{engine}'")
         return _ipu_fp32_executor(request.kernel, request.workload, str(self.detect_real()))
+
+    def matrix_unit_model(self, mode: str) -> MatrixUnitModel | None:
+        """The AMP unit (fp16.32) described with the block-FMA model, for mode fp16-sr; assumed
+        beyond the published facts. fp32 mode has no fp16 matrix unit; partials=half is outside."""
+        from hwbench.plugins.devices._described_units import IPU_AMP_FP16_32
+
+        return IPU_AMP_FP16_32 if mode == "fp16-sr" else None
 
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
         """Whether the workload fits the usable part of the 900 MB SRAM (see the module docstring)."""

@@ -56,6 +56,7 @@ from hwbench.core.ops import OpClass, Ops
 from hwbench.plugins.devices._support import capacity_support, footprint, is_connected, jax_on_device
 
 if TYPE_CHECKING:
+    from hwbench.accuracy.numerics.matrix_unit_model import MatrixUnitModel
     from hwbench.core.device import Device
 
 CLOUD_BF16 = (
@@ -329,6 +330,13 @@ class TpuV3Device(EmulatedDevice):
             engine=request.engine,
             what=str(self.detect_real()),
         )
+
+    def matrix_unit_model(self, mode: str) -> MatrixUnitModel | None:
+        """The MXU described with the block-FMA model (assumed beyond the published facts); every
+        mode uses the same bf16 unit, the passes being XLA's algorithm on top of it."""
+        from hwbench.plugins.devices._described_units import TPU_V3_MXU
+
+        return TPU_V3_MXU
 
     def supports(self, kernel: Kernel, workload: Workload | None = None, **meta: Any) -> Support:
         """32 GiB of HBM; connected io-ehh only up to the study's largest network (125,000 cells)."""

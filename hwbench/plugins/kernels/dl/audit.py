@@ -120,6 +120,12 @@ def ops_wrapper(profile: NumericsProfile | None, seed: int) -> Any:
     """The one place a profile becomes an ops wrapper (XLA's bf16 passes where it asks for them)."""
     if profile is None:
         return None
+    if "matrix_unit" in profile.parameters:  # tensor cores on their block-FMA model (h100, a100 modes)
+        from hwbench.plugins.devices._matrix_unit_ops import MatrixUnitWrapper, profile_unit
+
+        unit = profile_unit(profile)
+        assert unit is not None
+        return MatrixUnitWrapper(profile, unit, seed=seed)
     passes = int(profile.parameters.get("bf16_passes", 1))
     if passes > 1:
         from hwbench.plugins.devices.tpu import Bf16PassWrapper
@@ -148,6 +154,7 @@ def compare(out: np.ndarray, gold: np.ndarray, absgold: np.ndarray | None, model
             "max_rel": float(rel.max()),
             "median_rel": float(np.median(rel)),
             "normwise_rel": float(err.max() / max(np.abs(gold).max(), np.finfo(float).tiny)),
+            "mean_signed_rel": _mean_signed_rel(out, gold, finite),
         }
         if absgold is None or model is None:
             return m
@@ -177,6 +184,17 @@ def compare(out: np.ndarray, gold: np.ndarray, absgold: np.ndarray | None, model
         }
     )
     return m
+
+
+def _mean_signed_rel(out: np.ndarray, gold: np.ndarray, finite: np.ndarray) -> float:
+    """Mean of (out - gold) / |gold| over finite outputs with gold != 0: a bias, not a size.
+
+    Errors of round-to-nearest cancel in it; round-toward-zero accumulation (tensor cores) leaves
+    it negative on positive data, which no max / median statistic shows."""
+    ok = finite & (gold != 0)
+    if not ok.any():
+        return 0.0
+    return float(np.mean((out[ok] - gold[ok]) / np.abs(gold[ok])))
 
 
 @dataclass

@@ -50,6 +50,7 @@ INFO = ProtocolInfo(
     compares=[
         Compared(header="max rel", path="deviation.max_rel"),
         Compared(header="normwise", path="deviation.normwise_rel"),
+        Compared(header="mean err", path="deviation.mean_signed_rel"),
         Compared(header="/det bound", path="deviation.max_over_det"),
         Compared(header="/sqrt(K)u", path="deviation.max_over_prob"),
         Compared(header="beyond", path="deviation.beyond_det"),
@@ -159,6 +160,10 @@ class _Distribution:
         model = self._model(profile)
         metrics = compare(out, base["gold"], base["absgold"], model)
         metrics["bound"] = None if model is None else model.derivation
+        if role == "candidate":
+            from hwbench.plugins.devices._matrix_unit_ops import matmul_method
+
+            metrics["matmul"] = matmul_method(profile)
         execution: Literal["real", "emulated"] = "emulated" if role == "candidate" and cand.device != "cpu" else "real"
         device = self.ctx.registry.device(cand.device)
         own = kernel_metrics(self.ctx.registry, self.kernel, self.workload, device,

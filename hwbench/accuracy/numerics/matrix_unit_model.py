@@ -1,0 +1,141 @@
+"""A matrix unit's inner-product arithmetic as data: the block-FMA feature set.
+
+A tensor core (NVIDIA) or matrix core (AMD) does not multiply and add like a chain of fp32 FMAs.
+Published measurements on real GPUs (Khattak & Mikaitis, "Accurate Models of NVIDIA Tensor
+Cores", arXiv:2512.07004, code github.com/north-numerical-computing/MATLAB-tensor-core; Fasi,
+Higham, Mikaitis, Pranesh, PeerJ CS 7:e330, 2021) show a *block* FMA: the exact products of a
+block of ``block_terms`` input pairs are aligned to the block's largest exponent (``c`` included
+or not), the bits below a fixed point are cut off, the aligned integers are added exactly,
+normalised once and rounded once onto the output format. Long inner products chain blocks: the
+result of one block is the ``c`` of the next.
+
+:class:`MatrixUnitModel` holds every feature the published models vary (one model per unit and
+input/output format pair), and names where each value came from. The arithmetic itself is in
+:mod:`.block_fma` (the plain reference) and :mod:`.block_fma_vec` (vectorised, numpy or JAX).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from hwbench.accuracy.numerics.formats import FloatFormat, get_format
+from hwbench.accuracy.numerics.profile import Confidence
+
+__all__ = [
+    "ACCUMULATOR_FRACTION_BITS",
+    "INPUT_FORMATS",
+    "OUTPUT_FORMATS",
+    "MatrixUnitModel",
+]
+
+#: The fraction bits of the aligned significands before extra bits: an fp32 significand's 23.
+#: Every published model aligns on this fp32 frame, whatever the output format.
+ACCUMULATOR_FRACTION_BITS = 23
+#: The fp32 exponent floor used for ``c``'s exponent (a subnormal ``c`` counts as 2^-126).
+ACCUMULATOR_EMIN = -126
+
+InputFormat = Literal["fp16", "bf16", "tf32", "fp8-e5m2", "fp8-e4m3"]
+OutputFormat = Literal["fp16", "fp32"]
+INPUT_FORMATS: tuple[str, ...] = ("fp16", "bf16", "tf32", "fp8-e5m2", "fp8-e4m3")
+OUTPUT_FORMATS: tuple[str, ...] = ("fp16", "fp32")
+
+# The project's format presets for each name (fp8 depends on the OCP / fnuz variant).
+_OCP = {"fp8-e4m3": "fp8-e4m3fn", "fp8-e5m2": "fp8-e5m2"}
+_FNUZ = {"fp8-e4m3": "fp8-e4m3fnuz", "fp8-e5m2": "fp8-e5m2fnuz"}
+
+Rounding = Literal["toward-zero", "nearest-even", "down", "up"]
+
+
+class MatrixUnitModel(BaseModel, frozen=True):
+    """One matrix unit computing ``d = a . b + c`` for one input / output format pair.
+
+    ``summation`` picks the family: ``aligned`` is the block FMA (NVIDIA, AMD CDNA3),
+    ``exact`` adds the block's products and ``c`` exactly and rounds once (AMD CDNA1,
+    a Kulisch accumulator), ``pairwise`` adds fp32-rounded products in a binary tree of fp32
+    additions and adds ``c`` last (AMD CDNA2).
+
+    ``extra_alignment_bits`` is the number of bits kept below the fp32 frame of the block's
+    largest exponent (23 + extra fraction bits survive alignment). A negative value is the
+    Hopper / Ada fp8 *product precision limit*: only 23 + extra (13 for -10) fraction bits of
+    each aligned product survive, and the published model also rounds the output to that many
+    fraction bits. ``min_alignment_exponent`` is a floor on the alignment exponent: products
+    smaller than ``2^min_alignment_exponent`` are cut on that exponent's grid instead (which is
+    how subnormal results lose bits on silicon).
+
+    ``c_position``: ``alignment`` aligns ``c`` with the products; ``after`` adds it to the
+    products' (unnormalised) sum in a second two-operand addition that rounds the smaller
+    operand with ``late_rounding`` after giving the products ``late_extra_bits`` more bits
+    (AMD CDNA3). ``odd_even_grouping`` sums even- and odd-indexed products separately and adds
+    the two sums the same way (CDNA3 fp8).
+    """
+
+    name: str = "custom"
+    input_format: InputFormat
+    output_format: OutputFormat = "fp32"
+    summation: Literal["aligned", "exact", "pairwise"] = "aligned"
+    block_terms: int = Field(ge=1, le=256)
+    extra_alignment_bits: int = Field(default=0, ge=-20, le=8)
+    alignment_rounding: Literal["truncate", "sticky"] = "truncate"
+    final_rounding: Literal["toward-zero", "nearest-even"] = "toward-zero"
+    c_position: Literal["alignment", "after", "after-rounded"] = "alignment"
+    late_rounding: Rounding = "toward-zero"
+    late_extra_bits: int = Field(default=7, ge=0, le=16)
+    c_zero_exponent: int | None = None
+    odd_even_grouping: bool = False
+    normalised_products: bool = False
+    min_alignment_exponent: int = Field(default=-1024, ge=-1024, le=0)
+    product_overflow_limit: bool = False
+    subnormals_in: Literal["keep", "flush"] = "keep"
+    subnormals_out: Literal["keep", "flush"] = "keep"
+    fp8_variant: Literal["ocp", "fnuz"] = "ocp"
+    pad_k: bool = True
+    source: str = "user-described"
+    confidence: Confidence = Confidence.ASSUMED
+    notes: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> MatrixUnitModel:
+        problems = []
+        if self.alignment_rounding == "sticky" and (self.c_position == "after" or self.odd_even_grouping):
+            problems.append("a sticky alignment bit is modelled only with c in the alignment and no grouping")
+        if self.extra_alignment_bits < 0 and (self.c_position == "after" or self.odd_even_grouping):
+            problems.append("negative extra_alignment_bits are modelled only with c in the alignment")
+        if self.summation == "pairwise" and self.block_terms & (self.block_terms - 1):
+            problems.append("pairwise summation needs a power-of-two block_terms")
+        if self.summation != "aligned" and self.odd_even_grouping:
+            problems.append("odd_even_grouping applies to aligned summation only")
+        if self.summation == "pairwise" and self.output_format != "fp32":
+            problems.append("pairwise summation is modelled with fp32 output only")
+        if self.extra_alignment_bits < 0 and self.output_format != "fp32":
+            problems.append("negative extra_alignment_bits are modelled with fp32 output only")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    # --- derived formats ----------------------------------------------------------------
+    @property
+    def input_float(self) -> FloatFormat:
+        """The project's float format of the inputs (the fp8 variant picks OCP or fnuz)."""
+        name: str = self.input_format
+        if name.startswith("fp8"):
+            name = (_FNUZ if self.fp8_variant == "fnuz" else _OCP)[name]
+        fmt = get_format(name)
+        assert isinstance(fmt, FloatFormat)
+        return fmt
+
+    @property
+    def output_float(self) -> FloatFormat:
+        fmt = get_format(self.output_format)
+        assert isinstance(fmt, FloatFormat)
+        return fmt
+
+    @property
+    def output_fraction_bits(self) -> int:
+        """Fraction bits the final rounding keeps (fewer than the format's under a product limit)."""
+        return self.output_float.mantissa_bits + min(0, self.extra_alignment_bits)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.input_format}->{self.output_format}"
