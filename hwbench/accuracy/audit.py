@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from hwbench.core.layout import pass_major_order
 from hwbench.core.plugins import Registry
 from hwbench.core.runner import resolve_mode
 from hwbench.core.scenario import Scenario, Trace, run_scenario
+
+if TYPE_CHECKING:
+    from hwbench.accuracy.baseline_cache import BaselineCache
 
 BASE_RUNS = ("reference", "gold (CPU fp64)", "ensemble: reversed order", "ensemble: +1 ulp V0")
 
@@ -72,6 +75,7 @@ class AuditSettings:
     engine: str | None = None  # engine for reference, gold and ensemble (default: fastest)
     refine_factors: tuple[int, ...] = (10, 100)  # dt/k of the dt-refinement runs (with dt_refine)
     threads: int | None = None  # runs built and run at once (default: one per core); 1 inside a 1-thread worker
+    cache: bool = True  # reuse and keep reference/gold/ensemble runs in the baseline cache (hwbench audit --no-cache)
 
 
 @dataclass
@@ -115,6 +119,7 @@ class ProtocolData:
     roles: dict[str, str] = field(default_factory=dict)
 
 
+CacheKeys = dict[str, tuple[str, dict[str, Any]]]  # run label -> (baseline cache key, the fields it hashes)
 BaseRuns = dict[tuple[Any, ...], dict[str, Trace]]  # (protocol, seed, reduced, ms, engine) -> base traces
 Progress = Callable[[str, float, float], None]  # (label, ms done in this step, total ms of label)
 ProtocolFactory = Callable[[AuditSettings, KernelInfo], Scenario]  # a protocol's scenario for a kernel
@@ -182,6 +187,8 @@ class Auditor:
         self.refine = refine
         self.forensics = forensics
         self.data: dict[str, ProtocolData] = {}
+        self._cache: BaselineCache | None = None
+        self._cache_opened = False
 
     def protocol_names(self) -> tuple[str, ...]:
         """The protocols asked for, or every one the kernel declares; a UsageError names unknown ones."""
@@ -420,6 +427,7 @@ class Auditor:
             engine=trace.detail,
             profile=None if prof is None else prof.name,
             profile_confidence=_confidence_counts(prof),
+            from_cache=trace.from_cache,
             setup_s=trace.setup_s,
             run_s=trace.run_s,
             deviation=metrics.get("deviation"),
@@ -451,21 +459,71 @@ class Auditor:
         return out
 
     def _execute_reusing(self, name: str, scenario: Scenario, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
-        """Run the jobs; with a ``base_runs`` cache (a sweep's worker keeps one), the reference, gold
-        and ensemble traces of a scenario already run are taken from it: they depend only on the
-        protocol, its seed and size, and the engine, never on the candidate, and are deterministic."""
-        if self.base_runs is None:
-            return self._execute(f"{name}: ", kernel, jobs)
-        key = (name, scenario.seed, scenario.reduced, scenario.total_ms, self.settings.engine)
+        """Run the jobs, taking the reference, gold and ensemble traces from where they are kept: a
+        ``base_runs`` dict (a sweep's worker keeps one) or the on-disk baseline cache
+        (:mod:`hwbench.accuracy.baseline_cache`, off with ``settings.cache``). They depend only on
+        the protocol, its workload and seed, and the engine, never on the candidate, and are
+        deterministic. Base runs not found run with the candidates, and are kept for next time."""
         base = [j for j in jobs if j.role in ("reference", "gold", "ensemble")]
-        cached = self.base_runs.get(key)
-        if cached is not None:
+        key = (name, scenario.seed, scenario.reduced, scenario.total_ms, self.settings.engine)
+        found = None if self.base_runs is None else self.base_runs.get(key)
+        if found is not None:
             self.reused.append(name)
-        else:
-            cached = self._execute(f"{name}: ", kernel, base)
-            self.base_runs[key] = cached
-        rest = self._execute(f"{name}: ", kernel, [j for j in jobs if all(j is not b for b in base)])
-        return {**cached, **rest}
+        keys = {} if found is not None else self._cache_keys(name, kernel, base)
+        found = found if found is not None else self._cached_base(name, base, keys)
+        traces = self._execute(f"{name}: ", kernel, [j for j in jobs if j.label not in found])
+        self._keep_base(base, traces, keys)
+        traces.update(found)
+        if self.base_runs is not None:
+            self.base_runs[key] = {j.label: traces[j.label] for j in base}
+        return traces
+
+    def _cache_keys(self, name: str, kernel: Kernel, base: list[Job]) -> CacheKeys:
+        """The baseline cache's key of each base run (empty with the cache off)."""
+        if not self.settings.cache:
+            return {}
+        from hwbench.accuracy.baseline_cache import baseline_key
+
+        return {
+            j.label: baseline_key(protocol=name, scenario=j.scenario, kernel=kernel, workload=j.workload,
+                                  device=j.device, mode=j.mode, engine=j.engine, sample_every=j.sample_every,
+                                  refine=j.refine)
+            for j in base
+        }  # fmt: skip
+
+    def _cached_base(self, name: str, base: list[Job], keys: CacheKeys) -> dict[str, Trace]:
+        """The base runs the baseline cache holds (verified), marked ``from_cache``, their progress bars full."""
+        cache = self._baseline_cache() if keys else None
+        found: dict[str, Trace] = {}
+        if cache is None:
+            return found
+        for job in base:
+            t0 = time.perf_counter()
+            trace = cache.load(keys[job.label][0])
+            if trace is None:
+                continue
+            trace.label, trace.from_cache, trace.run_s, trace.setup_s = job.label, True, time.perf_counter() - t0, 0.0
+            self._ticker(f"{name}: {job.label}", job.scenario.total_ms)(job.scenario.total_ms)
+            found[job.label] = trace
+        return found
+
+    def _keep_base(self, base: list[Job], traces: dict[str, Trace], keys: CacheKeys) -> None:
+        """Store the base runs just computed in the baseline cache."""
+        cache = self._baseline_cache() if keys else None
+        if cache is None:
+            return
+        for job in base:
+            if job.label in traces and job.label in keys:
+                cache.store(*keys[job.label], traces[job.label])
+
+    def _baseline_cache(self) -> BaselineCache | None:
+        """The baseline cache the environment names, opened once per auditor (None: off)."""
+        if not self._cache_opened:
+            from hwbench.accuracy.baseline_cache import BaselineCache
+
+            self._cache = BaselineCache.from_env() if self.settings.cache else None
+            self._cache_opened = True
+        return self._cache
 
     def _execute(self, prefix: str, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
         """Build and run every job. Jobs that compile to the same program share one executor and run

@@ -25,6 +25,9 @@ class RunSummary(BaseModel):
     engine: str
     profile: str | None = None
     profile_confidence: dict[str, int] = Field(default_factory=dict, description="op classes per confidence level")
+    from_cache: bool = Field(
+        False, description="read from the baseline cache (an earlier audit's identical run), not run; run_s: reading it"
+    )
     setup_s: float
     run_s: float
     deviation: dict[str, Any] | None = None

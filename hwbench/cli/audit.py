@@ -74,6 +74,11 @@ def _fmt(x: float | None, unit: str = "") -> str:
     "--seed", type=validate.SEED, default=STUDY_SEED, show_default=True, help="Network and stimulus seed (the study's)."
 )
 @click.option("--engine", default=None, help="Engine for reference, gold and ensemble runs (default: fastest).")
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Run the reference, gold and ensemble runs again: neither read nor write the baseline cache.",
+)
 @click.option("--strict", is_flag=True, help="Exit 1 on WARN too.")
 @click.option(
     "--out",
@@ -95,6 +100,7 @@ def audit(
     dt_refine: bool,
     seed: int,
     engine: str | None,
+    no_cache: bool,
     strict: bool,
     out: str | None,
     as_json: bool,
@@ -122,7 +128,13 @@ def audit(
     registry = get_registry()
     candidates = _candidates(registry, devices, mode, parse_set(sets), profile_path)
     settings = AuditSettings(
-        kernel=kernel, quick=quick, dt_refine=dt_refine, seed=seed, protocols=tuple(protocols), engine=engine
+        kernel=kernel,
+        quick=quick,
+        dt_refine=dt_refine,
+        seed=seed,
+        protocols=tuple(protocols),
+        engine=engine,
+        cache=not no_cache,
     )
     with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
         report, data = _run_audit(registry, settings, candidates, as_json)
@@ -244,6 +256,11 @@ def _render(report: AuditReport) -> None:
             f"  regime: {p.regime}; floor: max |dV| outside spikes {_fmt(p.floor['max_outside_spikes'], unit)}",
             highlight=False,
         )
+        cached = [r.label for r in p.runs if r.from_cache]
+        if cached:
+            stdout.print(
+                escape(f"  from the baseline cache (--no-cache reruns them): {', '.join(cached)}"), highlight=False
+            )
         for v in p.verdicts:
             color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[v.verdict.value]
             stdout.print(
