@@ -23,8 +23,9 @@ into place in one step; when two audits write the same entry, the second rename 
 complete entry and keeps it (both succeed). Eviction renames an entry away before deleting it, so
 a reader sees a whole entry or none.
 
-Location: ``$HWBENCH_BASELINE_CACHE``, else ``$HWBENCH_CACHE_DIR/baselines``, else
-``~/.cache/hwbench/baselines`` (next to the JAX compilation cache, :mod:`hwbench.core.engines.jax_cache`).
+Location: ``$HWBENCH_BASELINE_CACHE``, else ``$HWBENCH_CACHE_DIR/baselines`` (next to the JAX
+compilation cache, :mod:`hwbench.core.engines.jax_cache`), else ``$XDG_CACHE_HOME/hwbench/baselines``,
+else ``~/.cache/hwbench/baselines``.
 ``HWBENCH_BASELINE_CACHE=off`` turns it off, as ``hwbench audit --no-cache`` does for one audit.
 Size limit: ``$HWBENCH_BASELINE_CACHE_SIZE`` (bytes, or with a K/M/G suffix; default 2G); after each
 write the least recently used entries (by last read or write) go until the cache fits.
@@ -295,11 +296,15 @@ def parse_size(text: str) -> int:
 
 
 def default_root() -> Path:
-    """``$HWBENCH_BASELINE_CACHE``, else ``baselines`` in hwbench's cache folder (where the JAX cache lives)."""
+    """``$HWBENCH_BASELINE_CACHE``, else ``baselines`` in hwbench's cache folder: ``$HWBENCH_CACHE_DIR``
+    (where the JAX compilation cache lives too), else ``$XDG_CACHE_HOME/hwbench``, else ``~/.cache/hwbench``."""
     explicit = os.environ.get("HWBENCH_BASELINE_CACHE")
     if explicit and explicit.lower() not in OFF:
         return Path(explicit).expanduser()
-    base = os.environ.get("HWBENCH_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "hwbench")
+    base = os.environ.get("HWBENCH_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "hwbench")
     return Path(base) / "baselines"
 
 

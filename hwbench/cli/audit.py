@@ -128,14 +128,9 @@ def audit(
     registry = get_registry()
     candidates = _candidates(registry, devices, mode, parse_set(sets), profile_path)
     settings = AuditSettings(
-        kernel=kernel,
-        quick=quick,
-        dt_refine=dt_refine,
-        seed=seed,
-        protocols=tuple(protocols),
-        engine=engine,
-        cache=not no_cache,
+        kernel=kernel, quick=quick, dt_refine=dt_refine, seed=seed, protocols=tuple(protocols), engine=engine
     )
+    settings.cache = not no_cache
     with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
         report, data = _run_audit(registry, settings, candidates, as_json)
         if folder is not None:
