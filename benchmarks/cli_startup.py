@@ -45,7 +45,7 @@ def _env(tree: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HWBENCH_")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if tree:
-        env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (tree, env.get("PYTHONPATH")) if p)
     return env
 
 
@@ -54,7 +54,8 @@ def once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
     CPU time is the steadier figure on a shared machine: waiting for a core does not count."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # from / : `python -m` puts the working directory first on sys.path, where it would win over PYTHONPATH
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd="/")
     assert proc.stderr is not None
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
