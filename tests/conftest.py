@@ -38,3 +38,10 @@ atexit.register(shutil.rmtree, _STORE_DIR, ignore_errors=True)
 os.environ["XDG_DATA_HOME"] = _STORE_DIR
 if not os.environ.get("HWBENCH_STORE"):
     os.environ["HWBENCH_STORE"] = os.path.join(_STORE_DIR, "results.sqlite")
+
+# The audit's baseline cache (docs/audit.md, "Baseline cache"): the suite keeps its reference, gold
+# and ensemble runs in a throw-away folder, never in the user's ~/.cache/hwbench/baselines; tests that
+# strip HWBENCH_* from the environment still land in the temporary XDG_CACHE_HOME.
+os.environ["XDG_CACHE_HOME"] = os.path.join(_STORE_DIR, "cache")
+if not os.environ.get("HWBENCH_BASELINE_CACHE"):
+    os.environ["HWBENCH_BASELINE_CACHE"] = os.path.join(_STORE_DIR, "baselines")

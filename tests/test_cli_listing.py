@@ -212,3 +212,28 @@ def test_listing_commands_do_not_import_heavy_frameworks() -> None:
     result = json.loads(proc.stdout)
     assert set(result["codes"].values()) == {0}, result["codes"]
     assert result["heavy"] == []
+
+
+def test_devices_imports_no_other_command_and_help_lists_them_all() -> None:
+    # `hwbench devices` imports only the listing commands' module (docs/cli.md, "Start-up time"); a
+    # command's module loads when it is looked up, and --help (every command) loads them all.
+    script = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+        from hwbench.cli.main import BUILTIN_COMMANDS, cli, main
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["devices", "--json"])
+        after_devices = sorted(m for m in set(BUILTIN_COMMANDS.values()) if m in sys.modules)
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main(["--help"])
+        print(json.dumps({"code": code, "after_devices": after_devices, "help": out.getvalue(),
+                          "commands": sorted(cli.commands), "builtin": sorted(BUILTIN_COMMANDS)}))
+        """
+    )
+    proc = _python(script)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["code"] == 0 and result["after_devices"] == ["hwbench.cli.listing"]
+    assert set(result["builtin"]) <= set(result["commands"])
+    for name in result["builtin"]:
+        assert f"\n  {name} " in result["help"], name

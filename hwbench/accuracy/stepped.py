@@ -347,9 +347,38 @@ class SteppedProtocol(AuditProtocol):
         prefix = f"{self.name}: "
         key = (self.name, kernel.name, scenario.seed, scenario.reduced, scenario.total_ms, ctx.settings.engine)
         base = [j for j in jobs if j.role in ("reference", "gold", "ensemble")]
-        traces: dict[str, Trace] = ctx.baseline(key, lambda: self._execute(ctx, prefix, kernel, base))
+        traces: dict[str, Trace] = ctx.baseline(key, lambda: self._execute_base(ctx, prefix, kernel, base))
         rest = self._execute(ctx, prefix, kernel, [j for j in jobs if all(j is not b for b in base)])
         return {**traces, **rest}
+
+    def _execute_base(self, ctx: AuditContext, prefix: str, kernel: Kernel, base: list[Job]) -> dict[str, Trace]:
+        """The baseline runs, through the on-disk baseline cache (:mod:`hwbench.accuracy.baseline_cache`;
+        off with ``settings.cache``): runs it holds (verified) are read and marked ``from_cache``
+        (keeping the timings of the run that made the entry, so their kernel metrics are those of
+        a run, not of a read), their progress bars full; the others run and are kept."""
+        from hwbench.accuracy.baseline_cache import BaselineCache, baseline_key
+
+        cache = BaselineCache.from_env() if ctx.settings.cache else None
+        if cache is None:
+            return self._execute(ctx, prefix, kernel, base)
+        keys = {
+            j.label: baseline_key(protocol=self.name, scenario=j.scenario, kernel=kernel, workload=j.workload,
+                                  device=j.device, mode=j.mode, engine=j.engine, sample_every=j.sample_every,
+                                  refine=j.refine)
+            for j in base
+        }  # fmt: skip
+        found: dict[str, Trace] = {}
+        for job in base:
+            trace = cache.load(keys[job.label][0])
+            if trace is None:
+                continue
+            trace.label, trace.from_cache = job.label, True  # its timings: the run that made the entry
+            ticker(ctx, prefix + job.label, job.scenario.total_ms)(job.scenario.total_ms)
+            found[job.label] = trace
+        ran = self._execute(ctx, prefix, kernel, [j for j in base if j.label not in found])
+        for label, trace in ran.items():
+            cache.store(*keys[label], trace)
+        return {**ran, **found}
 
     def _execute(self, ctx: AuditContext, prefix: str, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
         """Build and run every job. Jobs that compile to the same program share one executor and run
@@ -459,6 +488,7 @@ def summary(job: Job, trace: Trace, metrics: dict[str, Any]) -> RunSummary:
         engine=trace.detail,
         profile=None if prof is None else prof.name,
         profile_confidence=confidence_counts(prof),
+        from_cache=trace.from_cache,
         setup_s=trace.setup_s,
         run_s=trace.run_s,
         deviation=metrics.get("deviation"),

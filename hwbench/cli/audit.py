@@ -71,6 +71,11 @@ def _fmt(x: float | None, unit: str = "") -> str:
     "--seed", type=validate.SEED, default=STUDY_SEED, show_default=True, help="Network and stimulus seed (the study's)."
 )
 @click.option("--engine", default=None, help="Engine for reference, gold and ensemble runs (default: fastest).")
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Run the reference, gold and ensemble runs again: neither read nor write the baseline cache.",
+)
 @click.option("--strict", is_flag=True, help="Exit 1 on WARN too.")
 @click.option(
     "--out",
@@ -92,6 +97,7 @@ def audit(
     dt_refine: bool,
     seed: int,
     engine: str | None,
+    no_cache: bool,
     strict: bool,
     out: str | None,
     as_json: bool,
@@ -119,6 +125,7 @@ def audit(
         engine=engine,
         options=options,
     )
+    settings.cache = not no_cache
     with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
         report, data = _run_audit(registry, settings, candidates, as_json)
         plots: list[Path] = []
@@ -268,6 +275,11 @@ def _render(registry: Registry, report: AuditReport) -> None:
         for r in p.runs:  # how a device's matrix products were computed (block-FMA model or approximation)
             if (r.deviation or {}).get("matmul"):
                 stdout.print(escape(f"  {r.label}: matrix products by the {r.deviation['matmul']}"), highlight=False)
+        cached = [r.label for r in p.runs if r.from_cache]
+        if cached:
+            stdout.print(
+                escape(f"  from the baseline cache (--no-cache reruns them): {', '.join(cached)}"), highlight=False
+            )
         for v in p.verdicts:
             color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[v.verdict.value]
             stdout.print(

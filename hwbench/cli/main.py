@@ -7,9 +7,12 @@ one line on stderr; a traceback only with ``--debug`` or ``HWBENCH_DEBUG=1``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
@@ -86,32 +89,87 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-def _register_builtin_commands() -> None:
-    from hwbench.cli import listing
+# The built-in commands and the module defining each. A module is imported when one of its commands
+# is looked up (or when every command is listed, for --help), so `hwbench devices` does not import the
+# audit, bench and training code (docs/cli.md, "Start-up time").
+BUILTIN_COMMANDS = {
+    **dict.fromkeys(
+        ("devices", "kernels", "metrics", "engines", "plugins", "schema", "protocols"), "hwbench.cli.listing"
+    ),
+    "run": "hwbench.cli.run",
+    "bench": "hwbench.cli.bench",
+    "audit": "hwbench.cli.audit",
+    "results": "hwbench.cli.results",
+    "report": "hwbench.cli.report",
+    "train": "hwbench.cli.train",
+    "train-bench": "hwbench.cli.train",
+    "sweep": "hwbench.cli.sweep",
+    "probe": "hwbench.cli.probe",
+}
 
-    for command in listing.COMMANDS:
-        cli.add_command(command)
-    for module in (
-        "hwbench.cli.run",
-        "hwbench.cli.bench",
-        "hwbench.cli.audit",
-        "hwbench.cli.results",
-        "hwbench.cli.report",
-        "hwbench.cli.train",
-        "hwbench.cli.sweep",
-        "hwbench.cli.probe",
-    ):
+
+class LazyCommands(dict[str, click.Command]):
+    """A group's commands with the built-ins imported on first use: looking one up imports its
+    module; iterating, counting or listing imports them all. A command added before its built-in
+    namesake loads (a plugin's) keeps the name, as when plugins were added after the built-ins."""
+
+    def __init__(self, modules: dict[str, str]) -> None:
+        super().__init__()
+        self.pending = dict(modules)
+
+    def _load(self, name: object) -> None:
+        module = self.pending.get(name) if isinstance(name, str) else None
+        if module is None:
+            return
+        for other in [n for n, m in self.pending.items() if m == module]:
+            del self.pending[other]
         try:
-            mod = __import__(module, fromlist=["COMMANDS"])
-        except ModuleNotFoundError as exc:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:  # a command module left out of this install
             if exc.name != module:
                 raise
-            continue
+            return
         for command in mod.COMMANDS:
-            cli.add_command(command)
+            self.setdefault(command.name or "", command)
+
+    def _load_all(self) -> None:
+        for name in list(self.pending):
+            self._load(name)
+
+    def __getitem__(self, name: str) -> click.Command:
+        self._load(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self._load(name)
+        return super().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        self._load(name)
+        return super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._load_all()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._load_all()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._load_all()
+        return super().values()
+
+    def items(self) -> Any:
+        self._load_all()
+        return super().items()
 
 
-_register_builtin_commands()
+cli.commands = LazyCommands(BUILTIN_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,6 +44,11 @@ class RunSummary(BaseModel):
     engine: str
     profile: str | None = None
     profile_confidence: dict[str, int] = Field(default_factory=dict, description="op classes per confidence level")
+    from_cache: bool = Field(
+        False,
+        description="read from the baseline cache (an earlier audit's identical run), not run; its timings and "
+        "the metrics derived from them are those of the run that made the entry",
+    )
     setup_s: float
     run_s: float
     deviation: dict[str, Any] | None = None

@@ -75,6 +75,7 @@ class Trace:
     execution: Literal["real", "emulated"] = "real"
     detail: str = ""
     refine: int = 1  # dt was divided by this (dt-refinement runs); spikes are on that finer grid
+    from_cache: bool = False  # read from the audit's baseline cache, not run (timings: the run that made it)
 
 
 StateCheck = Callable[[Any], dict[str, Any] | None]

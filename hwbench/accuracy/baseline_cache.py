@@ -1,0 +1,470 @@
+"""The audit's baseline cache: reference, gold and ensemble traces kept on disk between audits.
+
+The CPU fp32 reference, the fp64 gold and the ensemble members are the same for every device an
+audit judges: they depend on the kernel, its workload and seed, the protocol's scenario, the
+engine and the host, never on the candidate. Of a full audit's CPU time most goes to them (issue
+31: 30 of 39 CPU-seconds), so an audit keeps them here and the next audit of the same kernel and
+seed only runs its candidates.
+
+Content-addressed: an entry's name is the SHA-256 of everything its trace depends on (the key
+fields, :func:`baseline_key`): the kernel's name and a fingerprint of its source, the workload's
+and the scenario's contents (parameters, connectivity, initial state, stimulus, seed), the
+protocol, the device and mode, the engine asked for and the versions of every engine library
+installed, hwbench's version and a fingerprint of its core (engines, scenario runner), the host
+CPU model and ``XLA_FLAGS``. Anything that changes a trace's bits changes its name, so a stale
+entry is never found, only evicted.
+
+Verified when read: an entry is a directory holding ``payload.npz`` (the arrays; no pickle) and
+``meta.json`` (a :class:`EntryMeta`, with the payload's SHA-256 and size). A payload whose
+checksum, size or metadata does not match is discarded and the run recomputed.
+
+Safe under concurrent audits: an entry is written into a private temporary directory and renamed
+into place in one step; when two audits write the same entry, the second rename finds the first's
+complete entry and keeps it (both succeed). Eviction renames an entry away before deleting it, so
+a reader sees a whole entry or none.
+
+Location: ``$HWBENCH_BASELINE_CACHE``, else ``$HWBENCH_CACHE_DIR/baselines`` (next to the JAX
+compilation cache, :mod:`hwbench.core.engines.jax_cache`), else ``$XDG_CACHE_HOME/hwbench/baselines``,
+else ``~/.cache/hwbench/baselines``.
+``HWBENCH_BASELINE_CACHE=off`` turns it off, as ``hwbench audit --no-cache`` does for one audit.
+Size limit: ``$HWBENCH_BASELINE_CACHE_SIZE`` (bytes, or with a K/M/G suffix; default 2G); after each
+write the least recently used entries (by last read or write) go until the cache fits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from hwbench.core.scenario import Checkpoint, Trace
+
+FORMAT: Final = "hwbench.baseline-cache/1"
+DEFAULT_SIZE = "2G"
+OFF = ("0", "off", "false", "no")
+ENGINE_DISTRIBUTIONS = ("numpy", "jax", "jaxlib", "ml_dtypes", "tensorflow", "tensorflow-cpu", "onnx", "onnxruntime")
+_STALE_TMP_S = 3600.0  # a temporary directory this old was left by a crashed writer
+
+
+class EntryMeta(BaseModel):
+    """``meta.json`` of one entry: what it was computed from, its payload's checksum, the trace's scalars."""
+
+    format: Literal["hwbench.baseline-cache/1"] = FORMAT
+    key: str = Field(description="SHA-256 of the canonical JSON of key_fields: the entry's directory name")
+    key_fields: dict[str, Any]
+    payload_sha256: str
+    payload_bytes: int
+    created: float
+    label: str
+    counters: dict[str, int]
+    violation: dict[str, Any] | None = None
+    execution: Literal["real", "emulated"]
+    detail: str
+    refine: int
+    run_s: float = Field(description="seconds the run took when it was computed")
+    setup_s: float
+    layout: dict[str, Any] = Field(description="where final_state and the checkpoints' states sit in the payload")
+
+
+# --- the key ----------------------------------------------------------------------------------
+
+
+def _feed(h: Any, obj: Any) -> None:
+    """Feed ``obj`` into hash ``h`` unambiguously (type-tagged; arrays by dtype, shape and bytes)."""
+    if isinstance(obj, np.ndarray) or type(obj).__module__.startswith(("jax", "jaxlib")):
+        arr = np.ascontiguousarray(np.asarray(obj))
+        h.update(f"<array {arr.dtype.str} {arr.shape}>".encode())
+        h.update(arr.tobytes())
+    elif isinstance(obj, dict):
+        h.update(f"<dict {len(obj)}>".encode())
+        for k in sorted(obj, key=repr):
+            _feed(h, k)
+            _feed(h, obj[k])
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"<{type(obj).__name__} {len(obj)}>".encode())
+        for item in obj:
+            _feed(h, item)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        h.update(f"<{type(obj).__qualname__}>".encode())
+        _feed(h, {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+    else:  # scalars (numpy's included), strings, None
+        h.update(f"<{type(obj).__name__} {obj!r}>".encode())
+
+
+def digest(obj: Any) -> str:
+    """SHA-256 of ``obj``'s contents (nested dicts, lists, dataclasses and arrays)."""
+    h = hashlib.sha256()
+    _feed(h, obj)
+    return h.hexdigest()
+
+
+def _source_files(classes: tuple[type, ...]) -> list[Path]:
+    """The source files of ``classes`` (their whole MRO) and of the modules next to them."""
+    import sys
+
+    files: set[Path] = set()
+    for cls in classes:
+        for klass in cls.__mro__:
+            module = sys.modules.get(klass.__module__)
+            path = getattr(module, "__file__", None)
+            if path and path.endswith(".py") and klass.__module__ not in ("abc", "builtins"):
+                files.add(Path(path))
+                files.update(Path(path).parent.glob("*.py"))
+            elif klass.__module__ not in ("abc", "builtins"):
+                files.add(Path(f"<{klass.__module__}>"))  # no source file: its name (and the versions) only
+    return sorted(files)
+
+
+@cache
+def _core_fingerprint() -> str:
+    """SHA-256 over hwbench's core sources (engines, scenario runner, ops): the code every run goes through."""
+    import hwbench.core
+
+    root = Path(hwbench.core.__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def code_fingerprint(*objects: Any) -> str:
+    """SHA-256 over the source of ``objects``' classes and their sibling modules: a changed kernel
+    (or device) gets another fingerprint, so its old cache entries are never found."""
+    return _class_fingerprint(tuple(type(o) for o in objects))
+
+
+@cache
+def _class_fingerprint(classes: tuple[type, ...]) -> str:
+    """(Once per process: the files are read at the first audit, as the modules were imported.)"""
+    h = hashlib.sha256()
+    for path in _source_files(classes):
+        h.update(str(path.name).encode())
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"<unreadable>")  # (e.g. a module from a zip): its version is in the key
+    return h.hexdigest()
+
+
+@cache
+def engine_versions() -> dict[str, str]:
+    """Installed versions of the libraries an engine may run on (absent: ``-``); read without importing them."""
+    out = {}
+    for dist in ENGINE_DISTRIBUTIONS:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "-"
+    return out
+
+
+def baseline_key(
+    *,
+    protocol: str,
+    scenario: Any,
+    kernel: Any,
+    workload: Any,
+    device: Any,
+    mode: str,
+    engine: str | None,
+    sample_every: int | None,
+    refine: int = 1,
+) -> tuple[str, dict[str, Any]]:
+    """The entry name (hex SHA-256) of one baseline run, and the readable fields it hashes."""
+    import hwbench
+    from hwbench.core.host import host_cpu
+
+    fields = {
+        "format": FORMAT,
+        "protocol": protocol,
+        "scenario": scenario.name,
+        "scenario_sha256": digest(scenario),
+        "kernel": kernel.name,
+        "kernel_code_sha256": code_fingerprint(kernel),
+        "workload_sha256": digest({"params": workload.params, "arrays": workload.arrays, "state0": workload.state0}),
+        "seed": scenario.seed,
+        "device": device.name,
+        "device_code_sha256": code_fingerprint(device),
+        "mode": mode,
+        "sample_every": sample_every,
+        "refine": refine,
+        "engine": engine or "default (fastest available)",
+        "engine_versions": engine_versions(),
+        "hwbench": hwbench.__version__,
+        "hwbench_core_sha256": _core_fingerprint(),
+        "host_cpu": host_cpu(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+    }
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest(), fields
+
+
+# --- the payload --------------------------------------------------------------------------------
+
+
+def _pack(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """A JSON layout of ``value`` (arrays, tuples/lists/dicts of them, scalars); arrays go into ``arrays``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"v": value}
+    if isinstance(value, (tuple, list)):
+        return {type(value).__name__: [_pack(v, arrays) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: _pack(v, arrays) for k, v in value.items()}}
+    name = f"a{len(arrays)}"
+    arrays[name] = np.asarray(value)  # an array (numpy or a device array) or a numpy scalar
+    return {"array": name, "scalar": np.ndim(value) == 0 and not isinstance(value, np.ndarray)}
+
+
+def _unpack(layout: Any, arrays: Any) -> Any:
+    if "v" in layout:
+        return layout["v"]
+    if "tuple" in layout or "list" in layout:
+        kind = "tuple" if "tuple" in layout else "list"
+        items = [_unpack(v, arrays) for v in layout[kind]]
+        return tuple(items) if kind == "tuple" else items
+    if "dict" in layout:
+        return {k: _unpack(v, arrays) for k, v in layout["dict"].items()}
+    arr = arrays[layout["array"]]
+    return arr[()] if layout.get("scalar") else arr
+
+
+def _payload(trace: Trace) -> tuple[bytes, dict[str, Any]]:
+    """The trace's arrays as .npz bytes (uncompressed: loading must stay far cheaper than running)."""
+    arrays: dict[str, np.ndarray] = {"probes": np.asarray(trace.probes)}
+    if trace.spikes is not None:
+        arrays["spikes"] = np.asarray(trace.spikes)
+    layout = {
+        "spikes": trace.spikes is not None,
+        "final_state": _pack(trace.final_state, arrays),
+        "checkpoints": [{"sample": c.sample, "segment": c.segment, "state": _pack(c.state, arrays)}
+                        for c in trace.checkpoints],
+    }  # fmt: skip
+    buf = io.BytesIO()
+    np.savez(buf, allow_pickle=False, **arrays)
+    return buf.getvalue(), layout
+
+
+def _trace(meta: EntryMeta, payload: bytes) -> Trace:
+    with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    layout = meta.layout
+    return Trace(
+        label=meta.label,
+        probes=arrays["probes"],
+        spikes=arrays["spikes"] if layout["spikes"] else None,
+        counters=dict(meta.counters),
+        final_state=_unpack(layout["final_state"], arrays),
+        violation=meta.violation,
+        checkpoints=[Checkpoint(c["sample"], c["segment"], _unpack(c["state"], arrays)) for c in layout["checkpoints"]],
+        execution=meta.execution,
+        detail=meta.detail,
+        refine=meta.refine,
+        run_s=meta.run_s,
+        setup_s=meta.setup_s,
+    )
+
+
+# --- the cache ----------------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``"2G"``, ``"500M"``, ``"64K"`` or a plain number; a ValueError says what is allowed."""
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+    s = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = units.get(s[-1:], 1)
+    number = s[:-1] if s[-1:] in units else s
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"a size in bytes, optionally with K, M or G (e.g. 2G, 500M), got {text!r}")
+    return int(value * scale)
+
+
+def default_root() -> Path:
+    """``$HWBENCH_BASELINE_CACHE``, else ``baselines`` in hwbench's cache folder: ``$HWBENCH_CACHE_DIR``
+    (where the JAX compilation cache lives too), else ``$XDG_CACHE_HOME/hwbench``, else ``~/.cache/hwbench``."""
+    explicit = os.environ.get("HWBENCH_BASELINE_CACHE")
+    if explicit and explicit.lower() not in OFF:
+        return Path(explicit).expanduser()
+    base = os.environ.get("HWBENCH_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "hwbench")
+    return Path(base) / "baselines"
+
+
+@dataclass(frozen=True)
+class BaselineCache:
+    """A folder of verified baseline traces, LRU-evicted down to ``max_bytes``."""
+
+    root: Path
+    max_bytes: int
+
+    @classmethod
+    def from_env(cls) -> BaselineCache | None:
+        """The cache the environment names (None when ``HWBENCH_BASELINE_CACHE`` is ``off``).
+
+        A bad ``HWBENCH_BASELINE_CACHE_SIZE`` is a UsageError naming the variable."""
+        from hwbench.core.errors import UsageError
+
+        if os.environ.get("HWBENCH_BASELINE_CACHE", "").lower() in OFF:
+            return None
+        raw = os.environ.get("HWBENCH_BASELINE_CACHE_SIZE") or DEFAULT_SIZE
+        try:
+            size = parse_size(raw)
+        except ValueError as exc:
+            raise UsageError(f"HWBENCH_BASELINE_CACHE_SIZE: {exc}") from None
+        return cls(default_root(), size)
+
+    def load(self, key: str) -> Trace | None:
+        """The trace stored under ``key``, verified; None on a miss. A corrupt entry is removed."""
+        entry = self.root / key
+        try:
+            meta = EntryMeta.model_validate_json((entry / "meta.json").read_bytes())
+            payload = (entry / "payload.npz").read_bytes()
+        except FileNotFoundError:
+            return None
+        except (OSError, ValidationError, ValueError):
+            self._discard(entry)
+            return None
+        if (
+            meta.key != key
+            or len(payload) != meta.payload_bytes
+            or hashlib.sha256(payload).hexdigest() != meta.payload_sha256
+        ):
+            self._discard(entry)
+            return None
+        try:
+            trace = _trace(meta, payload)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            self._discard(entry)
+            return None
+        self._touch(entry)
+        return trace
+
+    def store(self, key: str, fields: dict[str, Any], trace: Trace) -> bool:
+        """Keep ``trace`` under ``key`` (atomic; an entry another audit wrote first is kept).
+
+        Returns whether an entry is now there. Never raises for a full or read-only disk: the
+        audit's result does not depend on the cache."""
+        try:
+            payload, layout = _payload(trace)
+        except (TypeError, ValueError):
+            return False  # a state that is no tree of arrays: not kept
+        if len(payload) > self.max_bytes:
+            return False
+        meta = EntryMeta(
+            key=key,
+            key_fields=fields,
+            payload_sha256=hashlib.sha256(payload).hexdigest(),
+            payload_bytes=len(payload),
+            created=time.time(),
+            label=trace.label,
+            counters=trace.counters,
+            violation=_jsonable(trace.violation),
+            execution=trace.execution,
+            detail=trace.detail,
+            refine=trace.refine,
+            run_s=trace.run_s,
+            setup_s=trace.setup_s,
+            layout=layout,
+        )
+        try:
+            return self._write(key, payload, meta)
+        except OSError:
+            return False
+
+    def _write(self, key: str, payload: bytes, meta: EntryMeta) -> bool:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".tmp-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            (tmp / "payload.npz").write_bytes(payload)
+            (tmp / "meta.json").write_text(meta.model_dump_json())
+            try:
+                os.rename(tmp, self.root / key)
+            except OSError:
+                if not (self.root / key / "meta.json").exists():
+                    raise
+                # another audit wrote this entry first: theirs is as good (same key, same run)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.evict()
+        return True
+
+    def entries(self) -> list[tuple[float, int, Path]]:
+        """(last use, bytes, path) of every entry, least recently used first."""
+        out: list[tuple[float, int, Path]] = []
+        if not self.root.is_dir():
+            return out
+        for entry in self.root.iterdir():
+            if entry.name.startswith("."):
+                continue
+            try:
+                used = (entry / "meta.json").stat().st_mtime
+                size = sum(f.stat().st_size for f in entry.iterdir())
+            except OSError:
+                continue
+            out.append((used, size, entry))
+        return sorted(out)
+
+    def evict(self) -> int:
+        """Remove least recently used entries until the cache fits its limit; returns how many went."""
+        self._sweep_tmp()
+        entries = self.entries()
+        total = sum(size for _, size, _ in entries)
+        removed = 0
+        for _, size, entry in entries:
+            if total <= self.max_bytes:
+                break
+            self._discard(entry)
+            total -= size
+            removed += 1
+        return removed
+
+    def _discard(self, entry: Path) -> None:
+        """Rename the entry away (atomic: readers see it whole or not at all), then delete it."""
+        trash = self.root / f".trash-{entry.name[:16]}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(entry, trash)
+        except OSError:
+            return  # already gone (another audit evicted or discarded it)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def _sweep_tmp(self) -> None:
+        """Delete temporary folders left by writers that died (older than an hour)."""
+        now = time.time()
+        for tmp in self.root.glob(".tmp-*"):
+            try:
+                if now - tmp.stat().st_mtime > _STALE_TMP_S:
+                    shutil.rmtree(tmp, ignore_errors=True)
+            except OSError:
+                continue
+
+    @staticmethod
+    def _touch(entry: Path) -> None:
+        """Mark the entry used now (eviction is by last use; file systems mounted noatime keep no atime)."""
+        with contextlib.suppress(OSError):
+            os.utime(entry / "meta.json")
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as plain Python (JSON) values."""
+    return json.loads(json.dumps(value, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
