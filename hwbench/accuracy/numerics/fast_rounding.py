@@ -48,8 +48,9 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
     """A rounder ``(xp, x, *, seed, counter, random_bits, index) -> rounded x``, or None.
 
     Qualifying formats have the carrier's exponent range, IEEE specials and overflow, and
-    gradual underflow or subnormal inputs read as zero (``daz`` / ``ftz-daz``): only
-    ``mantissa_bits`` and that differ. ``xp`` is numpy or jax.numpy.
+    gradual underflow or subnormal inputs read as zero (``daz`` / ``ftz-daz``; with the
+    carrier's emin no normal input rounds below the smallest normal, so a flush of results has
+    nothing more to do): only ``mantissa_bits`` and that differ. ``xp`` is numpy or jax.numpy.
     """
     m_c, emin, emax, udt, _ = _CARRIERS[carrier]
     if mode is RoundingMode.NEAREST_EVEN and fmt.emin > emin:
@@ -72,10 +73,7 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
     low = (1 << d) - 1
     mask = ((1 << width) - 1) ^ low
     sign = 1 << (width - 1)
-    # Subnormal inputs read as zero (the TPU's bf16): the result is the input's signed zero. With
-    # the carrier's emin no normal input rounds below the smallest normal, so a flush of results
-    # (``ftz``) never has anything to do here beyond that.
-    daz = fmt.subnormals != "keep"
+    daz = fmt.subnormals != "keep"  # subnormal inputs read as zero: the input's signed zero
     exp_mask = ((1 << width) - 1) ^ sign ^ ((1 << m_c) - 1)
 
     def rounder(xp: Any, x: Any, *, seed: int = 0, counter: Any = 0, random_bits: int = 32, index: Any = None) -> Any:
