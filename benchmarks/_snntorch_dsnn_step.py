@@ -5,7 +5,7 @@ DSNN 784-1000-10 of ``snn.Leaky`` (beta 0.95, atan surrogate, subtract reset), b
 ``torch.optim.AdamW``; float32 on the CPU. ``--hoist`` computes ``fc1(x)`` once instead of once per
 step (what hwbench's direct encoding does). Prints one JSON line: the step times in seconds.
 
-    /work/scratch/snntorch/bin/python benchmarks/_snntorch_dsnn_step.py --batch 128 --repeats 10
+    $HWBENCH_SNNTORCH_PYTHON benchmarks/_snntorch_dsnn_step.py --batch 128 --repeats 10
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ Emulation cost is O(inputs) — 2 x 2560^2 roundings against 2560^3 multiply-add
 rounded operands times rounded operands are exact in fp32 (TF32 / fp16: 11 + 11 = 22 significant
 bits, bf16: 8 + 8 <= 24), so a native fp32 product *is* "exact products, fp32 accumulation" up
 to summation order (which the γ_K bound covers). The machine is shared: ratios, not absolute
-times, are the result; rerun for min-of-several.
+times, are the result. Contenders run round-robin (each round times every contender once, in
+turn) and each keeps its minimum, so a load change hits all of them alike.
 
     python benchmarks/dl_primitives.py [--repeats 5] [--size 2560] [--json]
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,44 +34,58 @@ from hwbench.plugins.kernels.dl.audit import DLCandidate, candidate_profile, ops
 from hwbench.plugins.kernels.dl.kernels import GemmKernel
 from hwbench.plugins.kernels.dl.peak import host_peak
 
+# Variables that change numpy's BLAS kernels or threads; printed with the result (OPENBLAS_CORETYPE
+# forces a kernel family: every numpy contender, native and emulated, runs under the same setting).
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
 
-def best_of(fn: Callable[[], Any], repeats: int) -> float:
-    fn()  # warm-up / compile
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+
+def round_robin(contenders: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Minimum wall time of each contender over ``repeats`` rounds, every round running each once
+    in turn (after one untimed warm-up / compile call each): load changes hit all alike."""
+    for fn in contenders.values():
         fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    best = dict.fromkeys(contenders, float("inf"))
+    for _ in range(repeats):
+        for label, fn in contenders.items():
+            t0 = time.perf_counter()
+            fn()
+            best[label] = min(best[label], time.perf_counter() - t0)
+    return best
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--size", type=int, default=2560, help="M = N = K (gemm_k4: 2560)")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+def contenders(n: int) -> dict[str, Callable[[], Any]]:
+    """numpy's BLAS called directly, each engine's native fp32 GEMM and the two emulated modes."""
     registry = get_registry()
     kernel = GemmKernel()
-    n = args.size
     wl = kernel.make_workload(n, m=n, k=n, seed=0)
     a, b = wl.arrays["A"], wl.arrays["B"]
-    flops = 2.0 * n**3
-    t: dict[str, float] = {"numpy BLAS (np.matmul)": best_of(lambda: np.matmul(a, b), args.repeats)}
+    out: dict[str, Callable[[], Any]] = {"numpy BLAS (np.matmul)": lambda: np.matmul(a, b)}
     for engine in ("numpy", "jax", "tensorflow"):
         try:
-            t[f"hwbench {engine} fp32"] = best_of(execute.runner(kernel, wl, engine, "float32"), args.repeats)
+            out[f"hwbench {engine} fp32"] = execute.runner(kernel, wl, engine, "float32")
         except UnavailableError as exc:  # TensorFlow not installed
             print(f"  ({engine}: not measured: {exc})")
     for device, mode, label in (("a100", "tensorrt", "TF32"), ("tpu-v3", "high", "TPU HIGH bf16x3")):
         wrap = ops_wrapper(candidate_profile(registry, DLCandidate(device, mode)), 0)
         for engine in ("numpy", "jax"):
             try:
-                t[f"hwbench {engine} {label} (emulated)"] = best_of(
-                    execute.runner(kernel, wl, engine, "float32", wrap), args.repeats
-                )
+                out[f"hwbench {engine} {label} (emulated)"] = execute.runner(kernel, wl, engine, "float32", wrap)
             except Exception as exc:  # an engine the emulation cannot trace: say so, keep the others
                 print(f"  ({engine} {label}: not measured: {exc.__class__.__name__}: {exc})")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5, help="round-robin rounds (min of them is kept)")
+    parser.add_argument("--size", type=int, default=2560, help="M = N = K (gemm_k4: 2560)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.repeats < 1 or args.size < 1:
+        parser.error("--repeats and --size must be positive integers")
+    n = args.size
+    flops = 2.0 * n**3
+    t = round_robin(contenders(n), args.repeats)
     peak = host_peak("fp32")
     blas = t["numpy BLAS (np.matmul)"]
     fastest = min(v for k, v in t.items() if k.startswith("hwbench") and k.endswith("fp32"))
@@ -91,7 +107,8 @@ def main() -> int:
         "gflops": {k: flops / v / 1e9 for k, v in t.items()},
         "ratios": ratios,
         "peak": None if peak is None else {"tflops": peak.tflops, "how": peak.source},
-        "note": "shared 2-core machine: min of repeats, ratios measured side by side in one process",
+        "blas_env": {k: os.environ[k] for k in BLAS_ENV if k in os.environ},
+        "note": "shared 2-core machine: min of round-robin rounds, contenders interleaved in one process",
     }
     if args.json:
         print(json.dumps(result, indent=1))
@@ -102,6 +119,7 @@ def main() -> int:
         print(f"{k:65s} {'-' if v is None else f'{v:.3f}'}")
     if peak:
         print(f"peak: {peak.tflops * 1e3:.0f} GFLOPS fp32, {peak.source}")
+    print(f"BLAS environment: {result['blas_env'] or 'none of ' + ', '.join(BLAS_ENV) + ' set'}")
     return 0
 
 

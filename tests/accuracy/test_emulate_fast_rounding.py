@@ -58,6 +58,9 @@ def test_only_carrier_range_formats_take_the_short_path() -> None:
     assert fast_rounder(FORMATS["fp32"], RoundingMode.TOWARD_ZERO, "float64") is None
     assert fast_rounder(custom_float(0, -126, 127), RoundingMode.ODD, "float32") is None
     assert fast_rounder(custom_float(30, -1022, 1023), RoundingMode.ODD, "float64") is not None
+    # subnormal inputs read as zero (the TPU's bf16) keep the short path; a flush of results alone does not
+    assert fast_rounder(custom_float(7, -126, 127, subnormals="ftz-daz"), RoundingMode.TOWARD_ZERO, "float32")
+    assert fast_rounder(custom_float(7, -126, 127, subnormals="daz"), RoundingMode.NEAREST_EVEN, "float32")
 
 
 @settings(max_examples=60)
@@ -83,6 +86,45 @@ def test_numpy_matches_round_float(
     want = round_float(x, fmt, mode, seed=seed, counter=counter, random_bits=random_bits)
     assert got.dtype == x.dtype
     assert same_bits(got, want)
+
+
+@settings(max_examples=60)
+@given(
+    carrier=st.sampled_from(sorted(CARRIERS)),
+    mantissa=st.integers(0, 51),
+    mode=st.sampled_from(MODES),
+    subnormals=st.sampled_from(["daz", "ftz-daz"]),
+    seed=st.integers(0, 2**40),
+    data_seed=st.integers(0, 2**32 - 1),
+)
+def test_daz_formats_match_round_float(
+    carrier: str, mantissa: int, mode: RoundingMode, subnormals: str, seed: int, data_seed: int
+) -> None:
+    """Carrier-range formats that read subnormal inputs as zero (the TPU's bf16): bit-identical
+    to the general algorithm, subnormal inputs of both signs included (``special_values``)."""
+    dtype, udt, m_c, e = CARRIERS[carrier]
+    fmt = custom_float(1 + mantissa % (m_c - 1), -e, e + 1, subnormals=subnormals)
+    rounder = fast_rounder(fmt, mode, carrier)
+    assert rounder is not None
+    x = bit_patterns(dtype, data_seed)
+    width = 8 * np.dtype(udt).itemsize
+    keep = udt((1 << (width - 1)) | ((1 << m_c) - 1))  # sign and fraction: the same values made subnormal
+    x = np.concatenate([x, (x.view(udt) & keep).view(dtype)])
+    got = rounder(np, x, seed=seed, counter=3, random_bits=32, index=flat_index(np, x.shape))
+    assert same_bits(got, round_float(x, fmt, mode, seed=seed, counter=3, random_bits=32))
+
+
+def test_tpu_bf16_split_under_jax_matches_round_float() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x = bit_patterns(np.float32, 9, n=20_000)
+    fmt = custom_float(7, -126, 127, subnormals="ftz-daz")
+    for mode in (RoundingMode.TOWARD_ZERO, RoundingMode.NEAREST_EVEN):
+        rounder = fast_rounder(fmt, mode, "float32")
+        assert rounder is not None
+        got = np.asarray(jax.jit(lambda v, r=rounder: r(jnp, v))(jnp.asarray(x)))
+        assert same_bits(got, round_float(x, fmt, mode))
 
 
 @pytest.mark.parametrize("mode", MODES)

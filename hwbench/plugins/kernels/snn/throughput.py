@@ -108,7 +108,7 @@ def _twin_step(cfg: tr.TrainConfig, ops: tr.JaxTrainOps) -> Any:
         original = nets.population
         nets.population = _linear_population  # only while tracing: the twin's graph is built here
         try:
-            return tr.train_step(params, st, x, onehot, cfg=cfg, ops=ops)
+            return tr.train_step(params, st, x, onehot, cfg=cfg, ops=ops, fast=False)
         finally:
             nets.population = original
 

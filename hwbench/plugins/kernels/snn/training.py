@@ -36,6 +36,7 @@ import numpy as np
 
 from hwbench.core.engines.jax_engine import JaxOps, x64_mode
 from hwbench.core.errors import UsageError
+from hwbench.plugins.kernels.snn import fast_bptt
 from hwbench.plugins.kernels.snn import networks as nets
 from hwbench.plugins.kernels.snn.networks import NetSpec
 from hwbench.plugins.kernels.snn.surrogate import Surrogate
@@ -82,6 +83,13 @@ class JaxTrainOps(JaxOps):
 
         self._lax = lax
         self._spike = _surrogate_spike(self, surrogate)
+        self._heaviside = self._spike
+
+    @property
+    def heaviside_detached(self) -> bool:
+        """Whether spikes are the Heaviside step and resets detached, as the hand-written BPTT of
+        :mod:`.fast_bptt` assumes (a subclass that changes either is differentiated by ``jax.grad``)."""
+        return self._spike is self._heaviside and type(self).detach is JaxTrainOps.detach
 
     def asarray(self, x: Any) -> Any:
         return self._jnp.asarray(x, dtype=self.dtype)
@@ -122,14 +130,20 @@ def _surrogate_spike(ops: JaxOps, surrogate: Surrogate, forward: Any = None) -> 
     return spike
 
 
-def output_spikes(ops: JaxTrainOps, spec: NetSpec, params: dict[str, Any], x: Any) -> Any:
-    """Output spikes ``(n_steps, batch, 10)``: ``x`` is ``(batch, ...)`` (direct) or ``(n_steps, batch, ...)``."""
+def output_spikes(ops: JaxTrainOps, spec: NetSpec, params: dict[str, Any], x: Any, *, fast: bool = True) -> Any:
+    """Output spikes ``(n_steps, batch, 10)``: ``x`` is ``(batch, ...)`` (direct) or ``(n_steps, batch, ...)``.
+
+    ``fast``: the feed-forward Leaky DSNN's hand-written BPTT (:mod:`.fast_bptt`) where it applies;
+    ``False`` differentiates the scan with ``jax.grad`` (the reference the fast path is tested against).
+    """
     from jax import lax
 
     batch = x.shape[0] if spec.encoding == "direct" else x.shape[1]
     state = nets.initial_state(ops, spec, batch, ops.dtype)
     if spec.encoding == "direct":
         cur1 = nets.first_current(ops, spec, params, x)  # the same at every step: computed once
+        if fast and ops.heaviside_detached and fast_bptt.applies(spec):
+            return fast_bptt.output_spikes(ops, spec, params["w2"], cur1)
 
         def body(st: Any, _: Any) -> Any:
             new = nets.step(ops, spec, params, st, cur1)
@@ -144,12 +158,15 @@ def output_spikes(ops: JaxTrainOps, spec: NetSpec, params: dict[str, Any], x: An
     return lax.scan(body_rate, state, x)[1]
 
 
-def loss_fn(params: dict[str, Any], x: Any, onehot: Any, *, ops: JaxTrainOps, spec: NetSpec, loss_dtype: Any) -> Any:
-    """ce_count_loss of the network run in ``ops.dtype`` on the parameters cast to it."""
+def loss_fn(
+    params: dict[str, Any], x: Any, onehot: Any, *, ops: JaxTrainOps, spec: NetSpec, loss_dtype: Any, fast: bool = True
+) -> Any:
+    """ce_count_loss of the network run in ``ops.dtype`` on the parameters cast to it (``fast``: see
+    :func:`output_spikes`)."""
     import jax.numpy as jnp
 
     cast = {k: v.astype(ops.dtype) for k, v in params.items()}
-    counts = jnp.sum(output_spikes(ops, spec, cast, x.astype(ops.dtype)), axis=0).astype(loss_dtype)
+    counts = jnp.sum(output_spikes(ops, spec, cast, x.astype(ops.dtype), fast=fast), axis=0).astype(loss_dtype)
     return nets.ce_count_loss(ops, counts, onehot.astype(loss_dtype))
 
 
@@ -196,15 +213,16 @@ def _ipu_store() -> Any:
 
 
 def train_step(
-    params: dict[str, Any], st: AdamState, x: Any, onehot: Any, *, cfg: TrainConfig, ops: JaxTrainOps
+    params: dict[str, Any], st: AdamState, x: Any, onehot: Any, *, cfg: TrainConfig, ops: JaxTrainOps, fast: bool = True
 ) -> Any:
-    """Forward, gradient and AdamW update of one minibatch: ``(params, state, loss)``."""
+    """Forward, gradient and AdamW update of one minibatch: ``(params, state, loss)`` (``fast``:
+    see :func:`output_spikes`)."""
     import jax
     import jax.numpy as jnp
 
     scale = FP16_LOSS_SCALE if cfg.precision == "fp16" else 1.0
     loss_dtype = jnp.float64 if cfg.precision == "fp64" else jnp.float32
-    f = partial(loss_fn, ops=ops, spec=cfg.spec, loss_dtype=loss_dtype)
+    f = partial(loss_fn, ops=ops, spec=cfg.spec, loss_dtype=loss_dtype, fast=fast)
     loss, grads = jax.value_and_grad(lambda p: f(p, x, onehot) * scale)(params)
     grads = {k: g.astype(cfg.master_dtype) / scale for k, g in grads.items()}
     new, new_st = adamw(params, grads, st, cfg)
