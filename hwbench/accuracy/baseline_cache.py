@@ -247,7 +247,10 @@ def _payload(trace: Trace) -> tuple[bytes, dict[str, Any]]:
     """The trace's arrays as .npz bytes (uncompressed: loading must stay far cheaper than running)."""
     arrays: dict[str, np.ndarray] = {"probes": np.asarray(trace.probes)}
     if trace.spikes is not None:
-        arrays["spikes"] = np.asarray(trace.spikes)
+        spikes = np.asarray(trace.spikes)  # first-crossing offsets, -1 almost everywhere: kept sparse
+        where = np.flatnonzero(spikes.ravel() != -1)
+        arrays.update(spike_at=where, spike_offset=spikes.ravel()[where], spike_shape=np.asarray(spikes.shape))
+        arrays["spike_dtype"] = np.zeros(0, spikes.dtype)
     layout = {
         "spikes": trace.spikes is not None,
         "final_state": _pack(trace.final_state, arrays),
@@ -259,6 +262,13 @@ def _payload(trace: Trace) -> tuple[bytes, dict[str, Any]]:
     return buf.getvalue(), layout
 
 
+def _spikes(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """The dense spike array back from its sparse form (every other entry -1)."""
+    spikes = np.full(int(np.prod(arrays["spike_shape"])), -1, dtype=arrays["spike_dtype"].dtype)
+    spikes[arrays["spike_at"]] = arrays["spike_offset"]
+    return spikes.reshape(tuple(int(n) for n in arrays["spike_shape"]))
+
+
 def _trace(meta: EntryMeta, payload: bytes) -> Trace:
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
         arrays = {name: npz[name] for name in npz.files}
@@ -266,7 +276,7 @@ def _trace(meta: EntryMeta, payload: bytes) -> Trace:
     return Trace(
         label=meta.label,
         probes=arrays["probes"],
-        spikes=arrays["spikes"] if layout["spikes"] else None,
+        spikes=_spikes(arrays) if layout["spikes"] else None,
         counters=dict(meta.counters),
         final_state=_unpack(layout["final_state"], arrays),
         violation=meta.violation,

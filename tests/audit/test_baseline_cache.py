@@ -240,12 +240,21 @@ states = st.recursive(
 
 
 @settings(max_examples=200)
-@given(probes=hnp.arrays(np.float32, st.tuples(st.integers(0, 6), st.integers(1, 4))), state=states)
+@given(
+    probes=hnp.arrays(np.float32, st.tuples(st.integers(0, 6), st.integers(1, 4))),
+    state=states,
+    spike_dtype=st.sampled_from([None, np.int8, np.int16, np.int32]),
+    data=st.data(),
+)
 def test_a_stored_trace_reads_back_bit_for_bit(
-    tmp_path_factory: pytest.TempPathFactory, probes: Any, state: Any
+    tmp_path_factory: pytest.TempPathFactory, probes: Any, state: Any, spike_dtype: Any, data: Any
 ) -> None:
     root = tmp_path_factory.mktemp("rt")
-    original = Trace("x", probes, None, {"a": 1}, state, {"kind": "nan", "cell": 3}, [Checkpoint(2, 0, state)])
+    spikes = None
+    if spike_dtype is not None:
+        values = st.integers(-1, 40) | st.just(-1)
+        spikes = data.draw(hnp.arrays(spike_dtype, probes.shape, elements=values))
+    original = Trace("x", probes, spikes, {"a": 1}, state, {"kind": "nan", "cell": 3}, [Checkpoint(2, 0, state)])
     cache = BaselineCache(root, 1 << 30)
     assert cache.store("d" * 64, {}, original)
     got = cache.load("d" * 64)
@@ -260,7 +269,12 @@ def test_a_stored_trace_reads_back_bit_for_bit(
 
     assert got.probes.tobytes() == probes.tobytes() and got.probes.shape == probes.shape
     assert same(got.final_state, state) and same(got.checkpoints[0].state, state)
-    assert (got.violation, got.counters, got.spikes) == ({"kind": "nan", "cell": 3}, {"a": 1}, None)
+    assert (got.violation, got.counters) == ({"kind": "nan", "cell": 3}, {"a": 1})
+    if spikes is None:
+        assert got.spikes is None
+    else:
+        assert got.spikes is not None and got.spikes.dtype == spikes.dtype and got.spikes.shape == spikes.shape
+        assert np.array_equal(got.spikes, spikes)
 
 
 def test_parse_size() -> None:

@@ -51,7 +51,11 @@ def test_registers_through_load_registry() -> None:
     status = statuses["example"]
     assert status.status == "loaded", status.error
     assert status.distribution == "hwbench-example"
-    assert status.provides == {"devices": ["example-dsp"], "metrics": ["example-rms-deviation"]}
+    assert status.provides == {
+        "devices": ["example-dsp"],
+        "metrics": ["example-rms-deviation"],
+        "protocols": ["example-range"],
+    }
     assert isinstance(registry.device("example-dsp"), ExampleDsp)
     assert isinstance(registry.metric("example-rms-deviation"), RmsDeviation)
 
@@ -113,3 +117,18 @@ def test_rms_deviation_metric() -> None:
     assert result == {"rms": 2.5, "max_abs": 4.0}  # sqrt((0 + 0 + 9 + 16) / 4) = 2.5
     with pytest.raises(UsageError, match="shapes differ"):
         RmsDeviation().compute(candidate=[1.0], reference=[1.0, 2.0])
+
+
+def test_the_range_protocol_runs_on_the_audit_engine() -> None:
+    """The protocol as hwbench's engine runs it: the CPU fp32 candidate is the reference's own
+    arithmetic (ratio 0, PASS); a bare audit does not run it (it runs when named)."""
+    from hwbench.accuracy.audit import Auditor, AuditSettings, Candidate, run_audit
+
+    registry = load_registry(env=ONLY_THIS_PLUGIN)
+    settings = AuditSettings(kernel="leaky-ring", protocols=("example-range",))
+    report, _ = run_audit(registry, settings, [Candidate("cpu", "fp32")])
+    (protocol,) = report.protocols
+    assert protocol.protocol == "example-range" and protocol.verdicts[0].score == 0.0
+    assert report.verdict.value == "PASS"
+    bare = Auditor(registry, AuditSettings(kernel="leaky-ring")).selected()
+    assert "example-range" not in [p.name for p in bare]

@@ -32,6 +32,7 @@ class FinalRange(api.AuditProtocol):
         ],
         floor=f"a fixed relative tolerance of {TOLERANCE:g}",
         verdict=f"PASS when the range differs from the reference's by at most {TOLERANCE:g} (relative), else FAIL",
+        automatic=False,  # runs when named (--protocol example-range), not in every audit of a kernel
     )
 
     def refusal(self, kernel: api.Kernel) -> str | None:
