@@ -18,6 +18,10 @@ class Verdict(str, Enum):
     WARN = "WARN"
     FAIL = "FAIL"
 
+    def __str__(self) -> str:
+        """``PASS``, ``WARN`` or ``FAIL``, as a script prints it (``print(hwbench.audit(...).verdict)``)."""
+        return self.value
+
 
 # A trajectory-stable regime lets the candidate be judged on voltage deviation directly.
 STABLE_MAX_DEV_MV = 1.0  # ensemble spread outside spikes below this ...

@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hwbench.cli import validate
 from hwbench.cli.common import parse_set
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
-from hwbench.core import interrupts
 from hwbench.core.bench import STUDY_SEED
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
-from hwbench.core.files import OutputDir
+from hwbench.library.progress import RichProgress
 from hwbench.plugins import DEFAULT_KERNEL
 
 if TYPE_CHECKING:
-    from hwbench.accuracy.audit import AuditSettings, Candidate, ProtocolData
     from hwbench.accuracy.report import AuditReport
-    from hwbench.core.plugins import Registry
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -114,25 +109,22 @@ def audit(
     if not devices:
         raise UsageError("give at least one --device NAME[:MODE] to audit")
     from hwbench.accuracy.audit import AuditSettings
-    from hwbench.core.results import write_json
+    from hwbench.library.audit import audit_candidates, resolve_candidates
 
     validate.refuse_together(
         click.get_current_context(), "sets", ["profile_path"], "set the parameters in the profile file instead"
     )
     registry = get_registry()
-    candidates = _candidates(registry, devices, mode, parse_set(sets), profile_path)
+    candidates = resolve_candidates(registry, devices, mode, parse_set(sets), profile_path)
     settings = AuditSettings(
         kernel=kernel, quick=quick, dt_refine=dt_refine, seed=seed, protocols=tuple(protocols), engine=engine
     )
-    with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
-        report, data = _run_audit(registry, settings, candidates, as_json)
-        if folder is not None:
-            from hwbench.cli.plots import audit_plots
-
-            write_json(report, folder.path / "report.json", folder.files)
-            plots = audit_plots(data, folder.path, folder.files)
+    result = audit_candidates(
+        registry, settings, candidates, out=out, progress=RichProgress(console=stderr, transient=as_json)
+    )
+    report = result.report
     if out:
-        stderr.print(f"wrote {Path(out) / 'report.json'} and {len(plots)} plots", highlight=False)
+        stderr.print(f"wrote {Path(out) / 'report.json'} and {len(result.written) - 1} plots", highlight=False)
     record_result(report)
     if as_json:
         print_json(report.model_dump(mode="json", by_alias=True))
@@ -141,79 +133,6 @@ def audit(
     if report.verdict.value == "FAIL" or (strict and report.verdict.value == "WARN"):
         return EXIT_CHECK_FAILED
     return EXIT_OK
-
-
-# What an audit writes into --out; on success, earlier files matching these that the new run did not
-# write again (e.g. the stress plots of an earlier full audit, after a --protocol validation run) go.
-AUDIT_OUTPUTS = ("report.json", "*_box.png", "*_traces.png")
-
-
-def _candidates(
-    registry: Registry,
-    devices: tuple[str, ...],
-    mode: str | None,
-    overrides: dict[str, Any],
-    profile_path: str | None,
-) -> list[Candidate]:
-    """One candidate per ``--device NAME[:MODE]``; unknown devices fail now, with suggestions."""
-    from hwbench.accuracy.audit import Candidate
-
-    names = []
-    for spec in devices:
-        name, _, spec_mode = spec.partition(":")
-        registry.device(name)
-        if mode and len(devices) > 1 and not spec_mode:
-            raise UsageError("with several --device, give each its mode as NAME:MODE")
-        names.append((name, spec_mode or mode))
-    profile_for = _profile_device(profile_path, [n for n, _ in names])
-    return [Candidate(n, m, overrides, profile_path if n == profile_for else None) for n, m in names]
-
-
-def _profile_device(profile_path: str | None, names: list[str]) -> str | None:
-    """The --device a profile file applies to: the one it names, which must be among them."""
-    if not profile_path:
-        return None
-    from hwbench.accuracy.numerics.profile import NumericsProfile
-
-    profile = NumericsProfile.load(profile_path)
-    if profile.device not in names:
-        raise UsageError(
-            f"--profile {profile_path} is for device '{profile.device}', which is not audited here "
-            f"(--device {', '.join(names)}); a profile applies only to the device it names"
-        )
-    return profile.device
-
-
-def _run_audit(
-    registry: Registry, settings: AuditSettings, candidates: list[Candidate], as_json: bool
-) -> tuple[AuditReport, dict[str, ProtocolData]]:
-    """Preflight and run the audit with progress bars; returns the report and the in-memory traces."""
-    from hwbench.stress.protocols import standard_auditor
-
-    auditor = standard_auditor(registry, settings)
-    auditor.preflight(candidates)  # a protocol the kernel refuses: a UsageError with the kernel's reason
-    tasks: dict[str, TaskID] = {}
-    with Progress(
-        TextColumn("{task.description:<44}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=stderr,
-        transient=as_json,
-    ) as progress:
-
-        def tick(label: str, ms: float, total: float) -> None:
-            interrupts.check()  # an interrupt something swallowed stops the audit here
-            if label not in tasks:
-                tasks[label] = progress.add_task(label, total=total)
-            progress.advance(tasks[label], ms)
-
-        auditor.progress = tick
-        for label, total in auditor.planned_runs(candidates):
-            tasks[label] = progress.add_task(label, total=total)
-        report = auditor.run(candidates)
-    return report, auditor.data
 
 
 def _render(report: AuditReport) -> None:

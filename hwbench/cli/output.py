@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -26,7 +25,9 @@ stderr = Console(stderr=True, soft_wrap=True)
 
 def print_json(data: Any) -> None:
     """Data only, on stdout, so ``hwbench X --json | jq`` always works."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    from hwbench.core.strict_json import dumps
+
+    sys.stdout.write(dumps(data, indent=2) + "\n")  # RFC 8259: non-finite numbers as strings
     sys.stdout.flush()
 
 

@@ -244,7 +244,9 @@ def export(ctx: click.Context, /, out: str, **filters: Any) -> None:
     from hwbench.store.models import StoreExport
 
     records = _open(ctx).export(_filters(None, **filters))
-    _write_atomic(Path(out), StoreExport(records=records).model_dump_json(by_alias=True, indent=1))
+    from hwbench.core.strict_json import dump_model
+
+    _write_atomic(Path(out), dump_model(StoreExport(records=records), indent=1))
     stderr.print(f"wrote {len(records)} result(s) to {out}", highlight=False)
 
 

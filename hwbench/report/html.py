@@ -205,10 +205,9 @@ def page(title: str, subtitle: str, parts: list[str]) -> str:
     )
 
 
-def render_result(source: ReportSource) -> str:
-    """One page for one result: audit, bench, run, or any later kind (shown as its JSON)."""
+def _result_parts(source: ReportSource) -> list[str]:
+    """The sections of one result's page, banner first."""
     doc = source.document
-    prov = doc.get("provenance") or {}
     verdict = doc.get("verdict") if source.kind == "audit" else None
     parts = [verdict_banner(verdict, list(doc.get("reasons") or []))]
     if source.kind == "audit":
@@ -219,10 +218,22 @@ def render_result(source: ReportSource) -> str:
     parts += [section(f"Plot {name}", image(uri, name)) for name, uri in sorted(source.images.items())]
     if source.kind not in ("audit", "bench", "run"):
         parts.append(section("Document", f"<pre>{esc(json.dumps(doc, indent=1, default=str)[:200_000])}</pre>"))
-    parts += profile_sections(source) + environment_section(source.environment)
+    return parts + profile_sections(source) + environment_section(source.environment)
+
+
+def render_result(source: ReportSource) -> str:
+    """One page for one result: audit, bench, run, or any later kind (shown as its JSON)."""
+    doc = source.document
+    prov = doc.get("provenance") or {}
     subtitle = f"{source.origin}; {doc.get('schema')}; created {prov.get('created')}"
     subtitle += f"; hwbench {prov.get('hwbench_version')}"
-    return page(f"hwbench {source.kind} report", subtitle, parts)
+    return page(f"hwbench {source.kind} report", subtitle, _result_parts(source))
+
+
+def render_fragment(source: ReportSource) -> str:
+    """One result's sections as an HTML fragment with the page's styles (a notebook's output cell)."""
+    css = _CSS.replace("body{", ".hwbench-report{")  # the page's body rule, kept to the fragment
+    return f"<div class='hwbench-report'><style>{css}</style>" + "".join(_result_parts(source)) + "</div>"
 
 
 def render_history(records: list[Any], points: list[Any], filters: str) -> str:

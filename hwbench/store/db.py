@@ -20,6 +20,7 @@ from sqlalchemy import Engine, create_engine, delete, event, func, insert, selec
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.strict_json import dumps_compact
 from hwbench.store import extract
 from hwbench.store.environment import Environment
 from hwbench.store.location import StoreLocation
@@ -32,11 +33,17 @@ BUSY_TIMEOUT_MS = 30_000
 _ENGINES: dict[str, Engine] = {}
 
 
+def _json(value: Any) -> str:
+    """The JSON columns' text: RFC 8259 (non-finite numbers as strings, :mod:`hwbench.core.strict_json`).
+    Rows written before, with a bare Infinity, still read: the column's parser is Python's."""
+    return dumps_compact(value)
+
+
 def _sqlite_engine(url: str) -> Engine:
     path = url.removeprefix("sqlite:///")
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, json_serializer=_json)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -76,7 +83,9 @@ def open_engine(location: StoreLocation) -> Engine:
     if engine is not None:
         return engine
     try:
-        engine = _sqlite_engine(location.url) if location.is_sqlite else create_engine(location.url)
+        engine = (
+            _sqlite_engine(location.url) if location.is_sqlite else create_engine(location.url, json_serializer=_json)
+        )
         with engine.begin() as conn:
             upgrade(conn, SCHEMA_VERSION)
     except ModuleNotFoundError as exc:
