@@ -19,9 +19,12 @@ HUMAN_IO_CELLS = (1e6, 1e7)
 
 
 def _pyplot() -> ModuleType:
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "ipykernel" not in sys.modules:  # in Jupyter the user's inline backend stays (figures are closed)
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt

@@ -17,9 +17,12 @@ class Series:
 
 
 def _pyplot() -> Any:
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "ipykernel" not in sys.modules:  # in Jupyter the user's inline backend stays (figures are closed)
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
