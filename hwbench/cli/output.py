@@ -27,6 +27,8 @@ def print_json(data: Any) -> None:
     """Data only, on stdout, so ``hwbench X --json | jq`` always works."""
     from hwbench.core.strict_json import dumps
 
+    if sys.stdout is None:  # started with stdout closed (`hwbench devices --json >&-`): as a reader gone away
+        raise BrokenPipeError(errno.EPIPE, "stdout is closed")
     sys.stdout.write(dumps(data, indent=2) + "\n")  # RFC 8259: non-finite numbers as strings
     sys.stdout.flush()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, delete, event, func, insert, select
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.strict_json import dumps_compact
@@ -93,6 +93,16 @@ def open_engine(location: StoreLocation) -> Engine:
     except OperationalError as exc:
         reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc).splitlines()[0]
         raise UnavailableError(f"cannot open the results store {location.describe()}: {reason}") from None
+    except DatabaseError as exc:  # e.g. "file is not a database": the user pointed the store at another file
+        raise UsageError(
+            f"the results store {location.describe()} is not a hwbench store ({describe_error(exc)}): "
+            "give --store / HWBENCH_STORE a hwbench store, or a new file name to create one"
+        ) from None
+    except OSError as exc:  # its folder cannot be made (a file is in the way, no permission)
+        raise UsageError(
+            f"cannot create the results store {location.describe()}: {exc.strerror or exc}; "
+            "give --store / HWBENCH_STORE a path in a writable folder"
+        ) from None
     _ENGINES[location.url] = engine
     return engine
 
@@ -273,6 +283,12 @@ class Store:
             raise UsageError(
                 f"{len(missing)} record(s) have no document or environment (first: uid {missing[0]}); "
                 "import what 'hwbench results export' writes"
+            )
+        foreign = [r.uid for r, doc, _ in complete if not str((doc or {}).get("schema", "")).startswith("hwbench.")]
+        if foreign:
+            raise UsageError(
+                f"record uid {foreign[0]} holds no hwbench result (its document's 'schema' is not 'hwbench.*'); "
+                "import exports as 'hwbench results export' writes them"
             )
         summary = ImportSummary()
         with self.engine.connect() as conn:
