@@ -138,29 +138,26 @@ def audit(
 def _render(report: AuditReport) -> None:
     for p in report.protocols:
         title = f"{p.name}: {p.description}" + (f"  [{p.reduced}]" if p.reduced else "")
-        unit = f" {p.probe_unit}" if p.probe_unit else ""
         rows = []
         for r in p.runs:
             dev, spk = r.deviation or {}, r.spikes or {}
             rows.append(
                 (
                     r.label,
-                    r.execution[:4] + ".",
-                    _fmt(dev.get("max"), unit) if dev else "-",
-                    _fmt(dev.get("max_outside_spikes"), unit) if dev else "-",
+                    "emul." if r.execution == "emulated" else r.execution,
+                    _fmt(dev.get("max")) if dev else "-",
+                    _fmt(dev.get("max_outside_spikes")) if dev else "-",
                     f"{spk.get('matched_fraction', 1):.3f}" if spk else "-",
                     _fmt(spk.get("van_rossum_mean")) if spk else "-",
-                    "yes" if r.violation else "",
+                    "FAIL" if r.violation else "",
                     f"{r.run_s:.1f}",
                 )
             )
-        print_table(
-            title,
-            ["run", "exec", "max |dV|", "outside spikes", "matched", "vRossum", "hard check", "s"],
-            rows,
-        )
+        unit, unit_text = (f" ({p.probe_unit})", f" {p.probe_unit}") if p.probe_unit else ("", "")
+        headers = ["run", "exec", f"max |dV|{unit}", f"outside spikes{unit}", "matched", "vRossum", "check", "s"]
+        print_table(title, headers, rows, narrow=True)
         stdout.print(
-            f"  regime: {p.regime}; floor: max |dV| outside spikes {_fmt(p.floor['max_outside_spikes'], unit)}",
+            f"  regime: {p.regime}; floor: max |dV| outside spikes {_fmt(p.floor['max_outside_spikes'], unit_text)}",
             highlight=False,
         )
         for v in p.verdicts:
