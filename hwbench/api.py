@@ -47,7 +47,7 @@ from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, KernelInfo, SpikeRule, Workload
 from hwbench.core.metric import Metric, MetricInfo, evaluate
 from hwbench.core.ops import OPS_FUNCTIONS, OpClass, Ops
-from hwbench.core.plugins import get_registry
+from hwbench.core.plugins import get_registry, load_registry
 from hwbench.core.protocol_facts import AuditFacts, StressFacts, ValidationFacts
 from hwbench.core.scenario import Trace
 
@@ -110,6 +110,7 @@ __all__ = [
     "hookimpl",
     "kernel_params",
     "layer_activity",
+    "load_registry",
     "pick_engine",
     "replay",
 ]

@@ -127,7 +127,7 @@ def audit(
         stderr.print(f"wrote {Path(out) / 'report.json'} and {len(result.written) - 1} plots", highlight=False)
     record_result(report)
     if as_json:
-        print_json(report.model_dump(mode="json", by_alias=True))
+        print_json(report)
     else:
         _render(report)
     if report.verdict.value == "FAIL" or (strict and report.verdict.value == "WARN"):

@@ -134,7 +134,7 @@ def _report(result: BenchResult, kernel: str, device: str, ms: float, repeats: i
     for skip in result.skipped:
         stderr.print(f"[yellow]skipped[/yellow] {skip['ncells']:,} cells: {skip['reason']}", highlight=False)
     if as_json:
-        print_json(result.model_dump(mode="json", by_alias=True))
+        print_json(result)
         return
     print_bench(f"{kernel} on {device}: {ms:g} ms simulated, min of {repeats}", result)
 

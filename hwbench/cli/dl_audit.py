@@ -52,7 +52,7 @@ def run_dl_audit_cli(opts: DLAuditOptions) -> int:
         stderr.print(f"wrote {path}", highlight=False)
     record_result(report)
     if opts.as_json:
-        print_json(report.model_dump(mode="json", by_alias=True))
+        print_json(report)
     else:
         _render(report)
     if report.verdict.value == "FAIL" or (opts.strict and report.verdict.value == "WARN"):

@@ -23,13 +23,17 @@ stdout = _Console(soft_wrap=False)
 stderr = Console(stderr=True, soft_wrap=True)
 
 
-def print_json(data: Any) -> None:
-    """Data only, on stdout, so ``hwbench X --json | jq`` always works."""
-    from hwbench.core.strict_json import dumps
+def print_json(data: Any, **dump: Any) -> None:
+    """Data only, on stdout, so ``hwbench X --json | jq`` always works; a pydantic model is dumped by
+    alias (``dump``: ``model_dump``'s options, e.g. ``exclude``), as strict RFC 8259 JSON."""
+    from pydantic import BaseModel
+
+    from hwbench.core.strict_json import dump_model, dumps
 
     if sys.stdout is None:  # started with stdout closed (`hwbench devices --json >&-`): as a reader gone away
         raise BrokenPipeError(errno.EPIPE, "stdout is closed")
-    sys.stdout.write(dumps(data, indent=2) + "\n")  # RFC 8259: non-finite numbers as strings
+    text = dump_model(data, indent=2, **dump) if isinstance(data, BaseModel) else dumps(data, indent=2)
+    sys.stdout.write(text + "\n")  # RFC 8259: non-finite numbers as strings
     sys.stdout.flush()
 
 

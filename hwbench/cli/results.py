@@ -109,7 +109,7 @@ def show(ctx: click.Context, ref: str, as_json: bool) -> None:
     """One stored result: its figures, environment and document (REF: id or uid)."""
     result = _open(ctx).get(ref)
     if as_json:
-        print_json(result.model_dump(mode="json"))
+        print_json(result)
         return
     env = result.environment
     stdout.print(f"[bold]result {result.id}[/bold] ({result.kind}, {result.created}) uid {result.uid}", highlight=False)
@@ -186,7 +186,7 @@ def compare(ctx: click.Context, /, refs: tuple[str, ...], baseline_tag: str | No
     pair = _resolve_pair(store, refs, baseline_tag, _filters(None, **filters))
     report = compare_results(pair.baseline, pair.candidate, alpha=alpha, fail_above_pct=fail_above)
     if as_json:
-        print_json(report.model_dump(mode="json"))
+        print_json(report)
     else:
         _render_comparison(report)
     return EXIT_CHECK_FAILED if fail_above is not None and report.regressions else EXIT_OK

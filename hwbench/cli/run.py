@@ -99,7 +99,7 @@ def run(
     result = outcome.result
     record_result(result)
     if as_json:
-        print_json(result.model_dump(mode="json", by_alias=True, exclude={"traces", "spikes"}))
+        print_json(result, exclude={"traces", "spikes"})
         return
     k = get_registry().kernel(kernel)
     print_run(f"{k.name} on {result.timing.device} [{result.timing.execution}]", result.timing)

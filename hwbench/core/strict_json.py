@@ -52,10 +52,20 @@ def dumps_compact(data: Any) -> str:
 
 
 def dump_model(model: BaseModel, *, indent: int | None = None, by_alias: bool = True, **kwargs: Any) -> str:
-    """A pydantic model as strict JSON, as its ``model_dump_json`` would write it but with strings for
-    non-finite numbers (``kwargs``: ``model_dump``'s, e.g. ``exclude_none``)."""
-    data = model.model_dump(mode="json", by_alias=by_alias, **kwargs)
+    """A pydantic model as strict JSON, laid out as its ``model_dump_json`` would be (``kwargs``:
+    ``model_dump``'s, e.g. ``exclude_none``).
+
+    Dumped in python mode first: pydantic's own JSON mode writes a non-finite float held in an
+    ``Any`` field (a trace in a violation record) as null, and a typed one per the model's config,
+    so the two would disagree; here every non-finite number becomes its :data:`NONFINITE` name.
+    """
+    data = model.model_dump(mode="python", by_alias=by_alias, **kwargs)
     return dumps(data, indent=indent)
+
+
+def jsonable(model: BaseModel, **kwargs: Any) -> Any:
+    """The model as the plain data its strict JSON holds (a store column, a ``--json`` document)."""
+    return json.loads(dump_model(model, **kwargs))
 
 
 def _refuse(token: str) -> Any:

@@ -50,9 +50,9 @@ class Audit:
 
     def to_json(self) -> str:
         """The report as strict RFC 8259 JSON (non-finite numbers as the strings docs/cli.md names)."""
-        from hwbench.core.strict_json import dumps
+        from hwbench.core.strict_json import dump_model
 
-        return dumps(self.report.model_dump(mode="json", by_alias=True), indent=1)
+        return dump_model(self.report, indent=1)
 
     def _repr_html_(self) -> str:
         from hwbench.library.display import audit_html
@@ -147,9 +147,11 @@ def audit_candidates(
 ) -> Audit:
     """Run the audit (``out`` locked while it runs); report.json and the plots appear together."""
     from hwbench.core.files import OutputDir
+    from hwbench.library.divergence import attach_divergence_traces
 
     with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
         report, data = run_audit(registry, settings, candidates, progress or Progress())
+        attach_divergence_traces(report, data)  # the page of a stored audit can then draw them
         result = Audit(report, data)
         if folder is not None:
             from hwbench.core.results import write_json

@@ -97,7 +97,10 @@ def _document(result: BaseModel) -> dict[str, Any]:
 
     field_info = type(result).model_fields.get("schema_")
     kind = kind_of({"schema": getattr(field_info, "default", "")})
-    return result.model_dump(mode="json", by_alias=True, exclude=set(BULK_FIELDS.get(kind, ())))
+    from hwbench.core.strict_json import jsonable
+
+    document: dict[str, Any] = jsonable(result, exclude=set(BULK_FIELDS.get(kind, ())))  # non-finite: named
+    return document
 
 
 def environment_for(base: Any, document: dict[str, Any], profile: Any = None) -> Any:

@@ -75,18 +75,9 @@ def _stores(folder: Path) -> None:
     """Results stores beside the arena (``../arena-stores``: SQLite's -wal/-shm files come and go) and
     exports edited by hand in it: a file that is no database, a store of a newer schema, a good empty
     one; a truncated export, one with a wrong type, one whose document is not a hwbench result."""
-    from hwbench.store import db
-    from hwbench.store.location import StoreLocation
-
     stores = folder.parent / "arena-stores"
-    stores.mkdir(exist_ok=True)
-    (stores / "notdb.sqlite").write_text("a text file, not a database\n")
-    for name in ("store.sqlite", "newer.sqlite"):
-        location = StoreLocation(f"sqlite:///{stores / name}", explicit=True)
-        db.Store(location).engine.dispose()
-        del db._ENGINES[location.url]  # the test opens it afresh
-    with sqlite3.connect(stores / "newer.sqlite") as conn:
-        conn.execute("UPDATE hwbench_store_version SET version = 99")
+    if not stores.exists():  # one set for every arena of the session (the bad-input modules share it)
+        _make_stores(stores)
     head = '{"schema": "hwbench.store-export/1", "records": ['
     (folder / "export-truncated.json").write_text(head + '{"id": 1, "uid": "a')
     (folder / "export-wrong-type.json").write_text(head + '{"id": "one", "uid": "a", "kind": "run", "created": ""}]}')
@@ -95,6 +86,20 @@ def _stores(folder: Path) -> None:
     (folder / "export-foreign.json").write_text(json.dumps(foreign))
     no_doc = {"schema": "hwbench.store-export/1", "records": [record]}
     (folder / "export-no-doc.json").write_text(json.dumps(no_doc))
+
+
+def _make_stores(stores: Path) -> None:
+    from hwbench.store import db
+    from hwbench.store.location import StoreLocation
+
+    stores.mkdir()
+    (stores / "notdb.sqlite").write_text("a text file, not a database\n")
+    for name in ("store.sqlite", "newer.sqlite"):
+        location = StoreLocation(f"sqlite:///{stores / name}", explicit=True)
+        db.Store(location).engine.dispose()
+        del db._ENGINES[location.url]  # the test opens it afresh
+    with sqlite3.connect(stores / "newer.sqlite") as conn:
+        conn.execute("UPDATE hwbench_store_version SET version = 99")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
