@@ -44,7 +44,7 @@ class Audit:
     written: list[Path] = field(default_factory=list)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("__") or name in ("report", "result", "data"):  # not set yet (copy, unpickle)
             raise AttributeError(name)
         return getattr(self.report, name)
 

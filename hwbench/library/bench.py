@@ -38,7 +38,7 @@ class Bench:
     written: list[Path] = field(default_factory=list)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("__") or name in ("report", "result", "data"):  # not set yet (copy, unpickle)
             raise AttributeError(name)
         return getattr(self.result, name)
 

@@ -36,7 +36,7 @@ class Run:
     result: RunResult
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("__") or name in ("report", "result", "data"):  # not set yet (copy, unpickle)
             raise AttributeError(name)
         return getattr(self.result, name)
 
