@@ -271,9 +271,20 @@ def render_result(source: ReportSource) -> str:
     return page(f"hwbench {source.kind} report", subtitle, _result_parts(source))
 
 
+def _scoped_css(scope: str) -> str:
+    """The page's style sheet with every selector limited to ``scope`` (``body`` becomes ``scope``)."""
+    rules = []
+    for rule in _CSS.replace("\n", "").split("}"):
+        selectors, _, body = rule.partition("{")
+        if body:
+            scoped = [scope if sel.strip() == "body" else f"{scope} {sel.strip()}" for sel in selectors.split(",")]
+            rules.append(",".join(scoped) + "{" + body + "}")
+    return "".join(rules)
+
+
 def render_fragment(source: ReportSource) -> str:
     """One result's sections as an HTML fragment with the page's styles (a notebook's output cell)."""
-    css = _CSS.replace("body{", ".hwbench-report{")  # the page's body rule, kept to the fragment
+    css = _scoped_css(".hwbench-report")  # the page's rules, kept to the fragment (not the notebook's page)
     return f"<div class='hwbench-report'><style>{css}</style>" + "".join(_result_parts(source)) + "</div>"
 
 

@@ -50,3 +50,17 @@ def test_page_from_the_report_alone_draws_both(groq_stress: dict[str, Any], tmp_
     page = render_result(ReportSource(groq_stress, "audit", "stored result 1"))
     assert "First divergence: groq [default]" in page and "removable singularity" in page
     assert page.count("data:image/png;base64,") == 2  # the deviation bars and the divergence traces
+
+
+def test_notebook_fragment_is_scoped_to_itself(groq_stress: dict[str, Any]) -> None:
+    """In Jupyter the report is a fragment: no page around it, and its styles touch only itself."""
+    import re
+
+    from hwbench.report.html import render_fragment
+
+    fragment = render_fragment(ReportSource(groq_stress, "audit", "this session"))
+    assert "<html" not in fragment and 'class="verdict FAIL"' in fragment
+    css = re.search(r"<style>(.*?)</style>", fragment, re.S)
+    assert css is not None
+    selectors = [sel.strip() for rule in css.group(1).split("}") for sel in rule.partition("{")[0].split(",") if sel]
+    assert selectors and all(sel.startswith(".hwbench-report") for sel in selectors)
