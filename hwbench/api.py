@@ -21,7 +21,7 @@ a device written against contract 1 (its ``executor`` takes ``kernel, workload``
 through an adapter, and a request it cannot honour is refused with a message naming the contract.
 See ``docs/plugin-authors.md`` for every signature with a worked example.
 
-Added within contract 2 (no version bump: additions never break a plugin): ``matrix_unit``,
+Also in contract 3 (an addition, which alone would need no version bump): ``matrix_unit``,
 ``MatrixUnit``, ``MatrixUnitModel`` and ``MATRIX_UNITS``, the block-FMA matrix units of real GPUs
 (``docs/matrix-units.md``).
 """
@@ -59,7 +59,7 @@ from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, KernelInfo, SpikeRule, Workload
 from hwbench.core.metric import Metric, MetricInfo, evaluate
 from hwbench.core.ops import OPS_FUNCTIONS, OpClass, Ops
-from hwbench.core.plugins import get_registry
+from hwbench.core.plugins import get_registry, load_registry
 from hwbench.core.protocol_facts import AuditFacts, AuditFloors, SpikeTrainFacts, StressFacts, ValidationFacts
 from hwbench.core.scenario import Trace
 
@@ -139,6 +139,7 @@ __all__ = [
     "hookimpl",
     "kernel_params",
     "layer_activity",
+    "load_registry",
     "matrix_unit",
     "pick_engine",
     "replay",

@@ -8,9 +8,13 @@ tests/metrics/test_neurobench_vectors.py then checks hwbench against them withou
 For each case below the hwbench workload is built from its seed (so the weights and the Poisson
 input are hwbench's own), copied into an snnTorch network of the matching neuron model
 (``lif`` -> ``snn.Leaky``, ``lif-current`` -> ``snn.Synaptic``, ``lif-recurrent`` -> ``snn.RLeaky``
-with its recurrent ``nn.Linear`` replaced by one without bias, since hwbench's has none), weights
-cast to float32 (PyTorch's default, so the footprint is in float32 bytes), and neurobench's
-``Benchmark`` is run on one sample (batch 1, ``n_steps`` time steps).
+as snnTorch builds it: its recurrent layer is an ``nn.Linear`` with a bias, set to zero since
+hwbench's recurrence has none, and counted by NeuroBench's parameter count and footprint), and
+neurobench's ``Benchmark`` is run on one sample (batch 1, ``n_steps`` time steps). Every case is
+frozen twice: with the network in float32 (PyTorch's default) and in float64, built under
+``torch.set_default_dtype(torch.float64)`` so that snnTorch's buffers (``threshold``, ``beta``,
+``graded_spikes_factor``, ...), which it creates in the default dtype, are float64 too, as a
+float64 snnTorch model's are (``model.double()`` gives the same).
 
 Not every hwbench variant has an snnTorch twin: snnTorch's ``Synaptic`` and ``RLeaky`` apply the
 "zero" reset after the leak (``(1 - reset) (beta u + drive)``) where hwbench zeroes the potential
@@ -19,9 +23,9 @@ those two.
 
 Run (about a minute)::
 
-    python3 -m venv /work/scratch/neurobench
-    /work/scratch/neurobench/bin/pip install torch==2.13.0 neurobench==2.3.0 snntorch numpy pydantic pluggy
-    PYTHONPATH=. /work/scratch/neurobench/bin/python scripts/make_neurobench_vectors.py
+    python3 -m venv /tmp/neurobench
+    /tmp/neurobench/bin/pip install torch neurobench==2.3.0 snntorch numpy pydantic pluggy
+    PYTHONPATH=. /tmp/neurobench/bin/python scripts/make_neurobench_vectors.py
 """
 
 from __future__ import annotations
@@ -47,14 +51,24 @@ CASES = [  # (kernel, size, seed, overrides)
     ("lif-current", 100, 0, {"reset": "subtract"}),
     ("lif-recurrent", 80, 0, {"reset": "subtract"}),
 ]
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
 STATIC = ["footprint", "connection_sparsity", "parameter_count"]
 WORKLOAD = ["activation_sparsity", "membrane_updates", "synaptic_operations", "neuron_operations"]
+
+
+class CastLinear(nn.Linear):
+    """``nn.Linear`` that takes its input in its own dtype: snnTorch 1.0 emits spikes as float32
+    (``(x > 0).float()``), which a float64 layer refuses; RLeaky's recurrent layer is swapped for
+    this one (same weight and bias) so the float64 network runs. NeuroBench counts it as a Linear."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x.to(self.weight.dtype))
 
 
 class Net(nn.Module):
     """784-n-10: Linear (no bias) -> spiking layer -> Linear (no bias) -> spiking layer."""
 
-    def __init__(self, kernel: str, workload) -> None:
+    def __init__(self, kernel: str, workload, dtype: torch.dtype) -> None:
         super().__init__()
         a, p = workload.arrays, workload.params
         n, n_out = workload.size, a["w_out"].shape[1]
@@ -67,14 +81,15 @@ class Net(nn.Module):
             self.lif2 = snn.Synaptic(alpha=p["alpha"], **common)
         elif kernel == "lif-recurrent":
             self.lif1 = snn.RLeaky(linear_features=n, all_to_all=True, **common)
-            self.lif1.recurrent = nn.Linear(n, n, bias=False)
-            self.lif1.recurrent.weight.data = torch.tensor(a["w_rec"].T, dtype=torch.float32)
+            self.lif1.recurrent = CastLinear(n, n)  # what RLeaky builds: nn.Linear(n, n), with a bias
+            self.lif1.recurrent.weight.data = torch.tensor(a["w_rec"].T, dtype=dtype)
+            self.lif1.recurrent.bias.data = torch.zeros(n, dtype=dtype)  # hwbench's recurrence has no bias
             self.lif2 = snn.Leaky(**common)
         else:
             self.lif1 = snn.Leaky(**common)
             self.lif2 = snn.Leaky(**common)
-        self.fc1.weight.data = torch.tensor(a["w_in"].T, dtype=torch.float32)
-        self.fc2.weight.data = torch.tensor(a["w_out"].T, dtype=torch.float32)
+        self.fc1.weight.data = torch.tensor(a["w_in"].T, dtype=dtype)
+        self.fc2.weight.data = torch.tensor(a["w_out"].T, dtype=dtype)
 
     def reset(self) -> None:
         for layer in (self.lif1, self.lif2):
@@ -82,16 +97,24 @@ class Net(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         out1 = self.lif1(self.fc1(x))
-        out2 = self.lif2(self.fc2(out1[0]))
+        out2 = self.lif2(self.fc2(out1[0].to(self.fc2.weight.dtype)))  # snnTorch spikes are float32
         return out2[0], out2[-1]
 
 
-def run_case(kernel_name: str, size: int, seed: int, overrides: dict) -> dict:
+def run_case(kernel_name: str, size: int, seed: int, overrides: dict, dtype: str) -> dict:
     kernel = {k.name: k for k in kernels()}[kernel_name]
     workload = kernel.make_workload(size, seed=seed, **overrides)
-    net = Net(kernel_name, workload)
+    torch.set_default_dtype(DTYPES[dtype])  # snnTorch makes its buffers and states in the default dtype
+    try:
+        return _measure(kernel_name, size, seed, overrides, dtype, workload)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def _measure(kernel_name: str, size: int, seed: int, overrides: dict, dtype: str, workload) -> dict:
+    net = Net(kernel_name, workload, DTYPES[dtype])
     model = SNNTorchModel(net)
-    x = torch.tensor(workload.arrays["x"], dtype=torch.float32).unsqueeze(0)  # (batch 1, steps, 784)
+    x = torch.tensor(workload.arrays["x"], dtype=DTYPES[dtype]).unsqueeze(0)  # (batch 1, steps, 784)
     labels = torch.zeros(1, dtype=torch.long)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, labels), batch_size=1)
     workload_metrics = [m for m in WORKLOAD if not (m == "neuron_operations" and kernel_name == "lif-recurrent")]
@@ -104,6 +127,7 @@ def run_case(kernel_name: str, size: int, seed: int, overrides: dict) -> dict:
         "size": size,
         "seed": seed,
         "overrides": overrides,
+        "dtype": dtype,
         "weights_sum": _weights_sum(workload),
         "input_spikes": int(workload.arrays["x"].sum()),
         "neurobench": {k: _plain(v) for k, v in results.items()},
@@ -125,7 +149,7 @@ def _plain(value: object) -> object:
 
 def main() -> None:
     torch.manual_seed(0)
-    cases = [run_case(*case) for case in CASES]
+    cases = [run_case(*case, dtype) for dtype in DTYPES for case in CASES]
     payload = {
         "source": "neurobench.metrics (Benchmark.run) on snnTorch twins of hwbench workloads",
         "versions": {name: version(name) for name in ("neurobench", "snntorch", "torch")},
@@ -135,7 +159,7 @@ def main() -> None:
     OUT.write_text(json.dumps(payload, indent=1) + "\n")
     print(f"wrote {OUT}")
     for case in cases:
-        print(case["kernel"], case["size"], case["overrides"], case["neurobench"])
+        print(case["kernel"], case["dtype"], case["size"], case["overrides"], case["neurobench"])
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def main() -> int:
     report = auditor.run(candidates)
     out = Path(args.out)
     write_json(report, out / "report.json")
-    from hwbench.cli.plots import audit_plots
+    from hwbench.library.plots import audit_plots
 
     audit_plots(auditor.data, out)
     elapsed = time.perf_counter() - t0

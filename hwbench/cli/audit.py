@@ -1,28 +1,27 @@
-"""``hwbench audit``: every audit protocol that applies to the kernel, on the one audit engine."""
+"""``hwbench audit``: every audit protocol that applies to the kernel, on the one audit engine.
+
+The command is a thin layer over :mod:`hwbench.library.audit` (resolving, running, writing, the same
+code path as ``hwbench.audit(...)``); rendering and exit codes are here."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hwbench.cli import validate
 from hwbench.cli.common import parse_set
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
-from hwbench.core import interrupts
-from hwbench.core.bench import STUDY_SEED
-from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
-from hwbench.core.files import OutputDir
+from hwbench.core.audit_protocol import STUDY_SEED
+from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK
+from hwbench.library.progress import RichProgress
 from hwbench.plugins import DEFAULT_KERNEL
 
 if TYPE_CHECKING:
-    from hwbench.accuracy.audit import AuditSettings, Candidate
     from hwbench.accuracy.report import AuditReport
     from hwbench.core.plugins import Registry
 
@@ -108,14 +107,13 @@ def audit(
     """
     from hwbench.accuracy.audit import AuditSettings
     from hwbench.core.plugins import get_registry
-    from hwbench.core.results import write_json
+    from hwbench.library.audit import audit_candidates, resolve_candidates
 
     validate.refuse_together(
         click.get_current_context(), "sets", ["profile_path"], "set the parameters in the profile file instead"
     )
     registry = get_registry()
-    candidates = _candidates(registry, devices, mode, parse_set(sets), profile_path)
-    options = {"config": dl_config} if dl_config else {}
+    candidates = resolve_candidates(registry, devices, mode, parse_set(sets), profile_path)
     settings = AuditSettings(
         kernel=kernel,
         quick=quick,
@@ -123,100 +121,23 @@ def audit(
         seed=seed,
         protocols=tuple(protocols),
         engine=engine,
-        options=options,
+        options={"config": dl_config} if dl_config else {},
+        cache=not no_cache,
     )
-    settings.cache = not no_cache
-    with OutputDir(out, AUDIT_OUTPUTS, "audit") if out else contextlib.nullcontext() as folder:
-        report, data = _run_audit(registry, settings, candidates, as_json)
-        plots: list[Path] = []
-        if folder is not None:
-            from hwbench.cli.plots import audit_plots
-
-            write_json(report, folder.path / "report.json", folder.files)
-            plots = audit_plots(data, folder.path, folder.files)
+    result = audit_candidates(
+        registry, settings, candidates, out=out, progress=RichProgress(console=stderr, transient=as_json)
+    )
+    report = result.report
     if out:
-        stderr.print(f"wrote {Path(out) / 'report.json'} and {len(plots)} plots", highlight=False)
+        stderr.print(f"wrote {Path(out) / 'report.json'} and {len(result.written) - 1} plots", highlight=False)
     record_result(report)
     if as_json:
-        print_json(report.model_dump(mode="json", by_alias=True))
+        print_json(report)
     else:
         _render(registry, report)
     if report.verdict.value == "FAIL" or (strict and report.verdict.value == "WARN"):
         return EXIT_CHECK_FAILED
     return EXIT_OK
-
-
-# What an audit writes into --out; on success, earlier files matching these that the new run did not
-# write again (e.g. the stress plots of an earlier full audit, after a --protocol validation run) go.
-AUDIT_OUTPUTS = ("report.json", "*_box.png", "*_traces.png")
-
-
-def _candidates(
-    registry: Registry,
-    devices: tuple[str, ...],
-    mode: str | None,
-    overrides: dict[str, Any],
-    profile_path: str | None,
-) -> list[Candidate]:
-    """One candidate per ``--device NAME[:MODE]``; unknown devices fail now, with suggestions."""
-    from hwbench.accuracy.audit import Candidate
-
-    names = []
-    for spec in devices:
-        name, _, spec_mode = spec.partition(":")
-        registry.device(name)
-        if mode and len(devices) > 1 and not spec_mode:
-            raise UsageError("with several --device, give each its mode as NAME:MODE")
-        names.append((name, spec_mode or mode))
-    profile_for = _profile_device(profile_path, [n for n, _ in names])
-    return [Candidate(n, m, overrides, profile_path if n == profile_for else None) for n, m in names]
-
-
-def _profile_device(profile_path: str | None, names: list[str]) -> str | None:
-    """The --device a profile file applies to: the one it names, which must be among them."""
-    if not profile_path:
-        return None
-    from hwbench.accuracy.numerics.profile import NumericsProfile
-
-    profile = NumericsProfile.load(profile_path)
-    if profile.device not in names:
-        raise UsageError(
-            f"--profile {profile_path} is for device '{profile.device}', which is not audited here "
-            f"(--device {', '.join(names)}); a profile applies only to the device it names"
-        )
-    return profile.device
-
-
-def _run_audit(
-    registry: Registry, settings: AuditSettings, candidates: list[Candidate], as_json: bool
-) -> tuple[AuditReport, dict[str, Any]]:
-    """Preflight and run the audit with progress bars; returns the report and the in-memory data."""
-    from hwbench.accuracy.audit import Auditor
-
-    auditor = Auditor(registry, settings)
-    auditor.preflight(candidates)  # a protocol the kernel refuses: a UsageError with the kernel's reason
-    tasks: dict[str, TaskID] = {}
-    with Progress(
-        TextColumn("{task.description:<44}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=stderr,
-        transient=as_json,
-    ) as progress:
-
-        def tick(label: str, done: float, total: float) -> None:
-            interrupts.check()  # an interrupt something swallowed stops the audit here
-            if label not in tasks:
-                tasks[label] = progress.add_task(label, total=total)
-            progress.advance(tasks[label], done)
-
-        auditor.progress = tick
-        for label, total in auditor.planned_runs(candidates):
-            tasks[label] = progress.add_task(label, total=total)
-        report = auditor.run(candidates)
-    return report, auditor.data
 
 
 # Columns of reports whose protocol is not registered here (reports from before protocols were
@@ -257,24 +178,26 @@ def _cell(value: Any, unit: str) -> str:
 def _render(registry: Registry, report: AuditReport) -> None:
     for p in report.protocols:
         title = f"{p.name}: {p.description}" + (f"  [{p.reduced}]" if p.reduced else "")
-        unit = f" {p.probe_unit}" if p.probe_unit else ""
+        unit_head = f" ({p.probe_unit})" if p.probe_unit else ""  # the unit once, in the header: cells stay short
         columns = _columns(registry, p.protocol)
         rows = [
             (
                 r.label,
-                r.execution[:4] + ".",
-                *[_cell(_value(r, path), unit if with_unit else "") for _, path, with_unit in columns],
-                "yes" if r.violation else "",
+                "emul." if r.execution == "emulated" else r.execution,
+                *[_cell(_value(r, path), "") for _, path, _ in columns],
+                "FAIL" if r.violation else "",
                 f"{r.run_s:.1f}",
             )
             for r in p.runs
         ]
-        print_table(title, ["run", "exec", *[c[0] for c in columns], "hard check", "s"], rows)
+        headers = ["run", "exec", *[h + (unit_head if with_unit else "") for h, _, with_unit in columns], "check", "s"]
+        print_table(title, headers, rows, narrow=True)
         floor = ", ".join(f"{k} {_fmt(v)}" for k, v in p.floor.items())
         stdout.print(f"  regime: {p.regime}; floor: {floor}", highlight=False)
         for r in p.runs:  # how a device's matrix products were computed (block-FMA model or approximation)
-            if (r.deviation or {}).get("matmul"):
-                stdout.print(escape(f"  {r.label}: matrix products by the {r.deviation['matmul']}"), highlight=False)
+            method = (r.deviation or {}).get("matmul")
+            if method:
+                stdout.print(escape(f"  {r.label}: matrix products by the {method}"), highlight=False)
         cached = [r.label for r in p.runs if r.from_cache]
         if cached:
             stdout.print(

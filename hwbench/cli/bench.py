@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from hwbench.cli import validate
 from hwbench.cli.common import device_option, energy_options, json_option, kernel_option, mode_option
 from hwbench.cli.output import print_json, print_table, stderr, stdout
-from hwbench.cli.plots import bench_plot
 from hwbench.cli.record import record_result, store_options
-from hwbench.cli.run import samples_for
 from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, footnotes
-from hwbench.core import interrupts
-from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, STUDY_SEED, BenchPlan, run_bench
-from hwbench.core.errors import UnavailableError, UsageError
-from hwbench.core.files import OutputDir
-from hwbench.core.kernel import Kernel
-from hwbench.core.plugins import Registry, get_registry
-from hwbench.core.results import BenchResult, Timing, write_json
-from hwbench.core.runner import check_trace_memory, resolve_mode
+from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, STUDY_SEED, BenchPlan
+from hwbench.core.errors import UsageError
+from hwbench.core.plugins import get_registry
+from hwbench.core.results import BenchResult
+from hwbench.library.bench import bench_plan, check_device, check_sizes, default_out
+from hwbench.library.progress import RichProgress
 
 BENCH_COLUMNS = ["engine", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF", "cell-steps/s"]
 
@@ -108,14 +102,13 @@ def bench(
         from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
 
         return run_dl_cli(registry, DLBenchOptions(kernel, device, engines, repeats, out, as_json, **dl_options))
-    _check_device(registry, k, device, mode, engines)
+    check_device(registry, k, device, mode, engines)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
     size_list = cells_list or sizes or [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
     connectivity = (True,) if connected_only else (False,) if unconnected_only else (False, True)
-    _check_sizes(k, size_list, connectivity, ms)
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = Path(out or f"results/bench-{device}-{kernel}-{stamp}")
+    check_sizes(k, size_list, connectivity, ms)
+    out_dir = default_out(out, device, kernel)
     plan = BenchPlan(
         kernel=kernel,
         device=device,
@@ -129,72 +122,19 @@ def bench(
         energy_model=energy_model,
         seed=seed,
     )
-    result = _run_and_write(registry, plan, out_dir, as_json)
+    bars = RichProgress((TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()),
+                        console=stderr, transient=True)  # fmt: skip  # the table (or the error) says how it went
+    result = bench_plan(registry, plan, out_dir, bars).result
+    stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
     record_result(result)
     _report(result, kernel, device, ms, repeats, as_json)
-
-
-BENCH_OUTPUTS = ("bench.json", "bench.png")
-
-
-def _run_and_write(registry: Registry, plan: BenchPlan, out_dir: Path, as_json: bool) -> BenchResult:
-    """Run the plan into ``out_dir`` (locked and checked before any run); bench.json and bench.png
-    appear together, and only if something was measured."""
-    with OutputDir(out_dir, BENCH_OUTPUTS, "bench") as folder:
-        result = _run_plan(registry, plan, as_json)
-        if not result.timings:
-            reasons = "; ".join(dict.fromkeys(f"{s['ncells']:,} cells: {s['reason']}" for s in result.skipped))
-            raise UnavailableError(f"every configuration was skipped, nothing measured ({reasons})")
-        write_json(result, folder.path / "bench.json", folder.files)
-        bench_plot(result, folder.path / "bench.png", folder.files)
-    stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
-    return result
-
-
-def _check_device(registry: Registry, kernel: Kernel, device: str, mode: str | None, engines: tuple[str, ...]) -> None:
-    """Unknown device, mode or engine names, and a device that runs no size of the kernel: refused now."""
-    dev = registry.device(device)
-    support = dev.supports(kernel, None, mode=resolve_mode(dev, mode))
-    if not support.ok:
-        raise UnavailableError(f"device '{dev.name}' cannot run {kernel.name}: {support.reason}")
-    for name in engines:
-        registry.engine(name)
-
-
-def _check_sizes(kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float) -> None:
-    """A size the kernel cannot build, or whose traces would not fit, fails now, not after the others ran."""
-    nsamples = samples_for(kernel, ms)
-    for size in sizes:
-        for connected in connectivity:
-            kernel.check_size(size, connected=connected)
-        check_trace_memory(size, nsamples, 0)
-
-
-def _run_plan(registry: Registry, plan: BenchPlan, as_json: bool) -> BenchResult:
-    """Run the plan with a progress bar on stderr."""
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stderr,
-        transient=True,  # the table (or the error) that follows says how it went
-    ) as progress:
-        task = progress.add_task("bench", total=len(plan.configs()))
-
-        def tick(label: str, timing: Timing | None) -> None:
-            interrupts.check()
-            status = "skipped" if timing is None else f"{timing.us_per_step:.1f} us/step"
-            progress.update(task, advance=1, description=f"{label}: {status}")
-
-        return run_bench(registry, plan, tick)
 
 
 def _report(result: BenchResult, kernel: str, device: str, ms: float, repeats: int, as_json: bool) -> None:
     for skip in result.skipped:
         stderr.print(f"[yellow]skipped[/yellow] {skip['ncells']:,} cells: {skip['reason']}", highlight=False)
     if as_json:
-        print_json(result.model_dump(mode="json", by_alias=True))
+        print_json(result)
         return
     print_bench(f"{kernel} on {device}: {ms:g} ms simulated, min of {repeats}", result)
 

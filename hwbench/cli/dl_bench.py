@@ -106,7 +106,7 @@ def _write(result: BenchResult, opts: DLBenchOptions) -> None:
             markup=True,
         )
     if opts.as_json:
-        print_json(result.model_dump(mode="json", by_alias=True))
+        print_json(result)
         return
     rows = [_row(t) for t in result.timings]
     dims = "x".join(result.timings[0].dl.shape) if result.timings and result.timings[0].dl else ""

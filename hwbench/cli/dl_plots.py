@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwbench.cli.plots import _pyplot, save_atomic
 from hwbench.core.results import BenchResult
+from hwbench.library.plots import _pyplot, save_atomic
 
 
 def dl_bench_plot(result: BenchResult, path: str | Path) -> Path:

@@ -235,7 +235,9 @@ def schema(name: str | None) -> None:
         return
     if name not in schemas:
         raise unknown_name("schema", name, schemas)
-    print_json(schemas[name].model_json_schema(by_alias=True))
+    from hwbench.core.strict_json import json_schema
+
+    print_json(json_schema(schemas[name]))
 
 
 COMMANDS = [devices, kernels, metrics, engines, plugins, schema, protocols]

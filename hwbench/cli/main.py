@@ -216,24 +216,33 @@ def _run(argv: list[str] | None, debug: bool) -> int:
         return EXIT_USAGE if exc.exit_code in (1, 2) else exc.exit_code
     except HwbenchError as exc:
         if debug:
-            raise
+            return _traceback(exc.exit_code)
         click.echo(f"error: {' '.join(str(exc).split())}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
         return _interrupted(argv)
     except MemoryError as exc:  # the estimates missed it: still the request's size, not a bug
         if debug:
-            raise
+            return _traceback(EXIT_UNAVAILABLE)
         click.echo(f"error: out of memory: {' '.join(str(exc).split())}; make the request smaller", err=True)
         return EXIT_UNAVAILABLE
     except Exception as exc:
         if debug:
-            raise
+            return _traceback(EXIT_INTERNAL)
         click.echo(
             f"error: internal error: {exc.__class__.__name__}: {exc} (run with --debug for a traceback)", err=True
         )
         return EXIT_INTERNAL
     return result if isinstance(result, int) else 0
+
+
+def _traceback(code: int) -> int:
+    """``--debug``: the traceback on stderr, and still the documented exit code (not the
+    interpreter's 1 for an uncaught exception)."""
+    import traceback
+
+    traceback.print_exc()
+    return code
 
 
 def _interrupted(argv: list[str] | None) -> int:

@@ -11,8 +11,6 @@ failure is one warning line on stderr.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ import click
 from pydantic import BaseModel
 
 from hwbench.cli.output import stderr, warn
+from hwbench.library.recording import _document, environment_for
 from hwbench.store.location import StoreLocation, resolve_location
 
 _META_KEY = "hwbench.store"
@@ -82,93 +81,6 @@ def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(wrapper)
 
 
-def _profile_hash(profile: Any) -> str:
-    """sha256 of the profile's canonical JSON, 16 hex digits: equal hashes, equal arithmetic."""
-    return hashlib.sha256(profile.to_json().encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class _DeviceUse:
-    device: str
-    mode: str | None
-    execution: str | None = None
-    overrides: dict[str, Any] | None = None
-    profile_file: str | None = None
-
-
-def _device_uses(document: dict[str, Any]) -> list[_DeviceUse]:
-    timings = [document["timing"]] if isinstance(document.get("timing"), dict) else document.get("timings") or []
-    # a timing or candidate that names no device is left out
-    uses = [
-        _DeviceUse(t["device"], t.get("mode"), t.get("execution"))
-        for t in timings
-        if isinstance(t, dict) and t.get("device")
-    ]
-    for c in (document.get("settings") or {}).get("candidates", []):
-        if c.get("device"):
-            uses.append(_DeviceUse(c["device"], c.get("mode"), None, c.get("overrides"), c.get("profile_file")))
-    unique: dict[str, _DeviceUse] = {}
-    for u in uses:
-        key = json.dumps([u.device, u.mode, u.execution, u.overrides, u.profile_file], sort_keys=True, default=str)
-        unique.setdefault(key, u)
-    return list(unique.values())
-
-
-@dataclass
-class DevicesUsed:
-    devices: list[Any]  # DeviceEnvironment
-    profiles: dict[str, dict[str, Any]]  # profile hash -> profile
-
-
-def _devices(document: dict[str, Any]) -> DevicesUsed:
-    """Each device used, with its mode and the hash of the numerics profile it ran under."""
-    from hwbench.core.plugins import get_registry
-    from hwbench.store.environment import DeviceEnvironment
-
-    registry, devices, profiles = get_registry(), [], {}
-    for use in _device_uses(document):
-        profile = None
-        try:
-            if use.profile_file:
-                from hwbench.accuracy.numerics.profile import NumericsProfile
-
-                profile = NumericsProfile.load(use.profile_file)
-            else:
-                profile = registry.device(use.device).numerics(use.mode, use.overrides or None)
-        except Exception:  # a profile we cannot rebuild is recorded as unknown, not fatal
-            profile = None
-        digest = None
-        if profile is not None:
-            digest = _profile_hash(profile)
-            profiles[digest] = profile.model_dump(mode="json")
-        devices.append(
-            DeviceEnvironment(
-                device=use.device,
-                mode=use.mode,
-                execution=use.execution,
-                profile=None if profile is None else profile.name,
-                profile_hash=digest,
-            )
-        )
-    return DevicesUsed(devices, profiles)
-
-
-def _seeds(document: dict[str, Any]) -> list[int]:
-    seeds = [
-        (document.get(part) or {}).get("seed") for part in ("workload", "protocol", "settings") if part in document
-    ]
-    return sorted({int(s) for s in seeds if isinstance(s, int)})
-
-
-def _document(result: BaseModel) -> dict[str, Any]:
-    """The result as JSON, without the bulky arrays the store leaves in the result file."""
-    from hwbench.store.extract import BULK_FIELDS, kind_of
-
-    field_info = type(result).model_fields.get("schema_")
-    kind = kind_of({"schema": getattr(field_info, "default", "")})
-    return result.model_dump(mode="json", by_alias=True, exclude=set(BULK_FIELDS.get(kind, ())))
-
-
 def opened_store() -> _Pending | None:
     """This command's store, once opened (waits for the background open); None when recording is
     off or the store could not be opened (then one warning line says why)."""
@@ -185,20 +97,8 @@ def opened_store() -> _Pending | None:
 
 
 def environment_of(pending: _Pending, document: dict[str, Any], profile: Any = None) -> Any:
-    """The environment ``document`` is stored with: this process's, the devices used with the hash of
-    their numerics profile, the seeds. ``profile``: the profile the candidate really ran under when it
-    was built in memory (a sweep cell), which the document names but cannot rebuild."""
-    environment = pending.environment.model_copy()
-    used = _devices(document)
-    if profile is not None:
-        digest = _profile_hash(profile)
-        used.profiles[digest] = profile.model_dump(mode="json")
-        for device in used.devices:
-            if device.device == profile.device:
-                device.profile, device.profile_hash = profile.name, digest
-    environment.devices, environment.profiles = used.devices, used.profiles
-    environment.seeds = _seeds(document)
-    return environment
+    """The environment ``document`` is stored with (see :func:`hwbench.library.recording.environment_for`)."""
+    return environment_for(pending.environment, document, profile)
 
 
 def record_result(result: BaseModel) -> int | None:

@@ -16,7 +16,7 @@ from hwbench.core.errors import UsageError
 
 
 def _from_file(path: Path) -> Any:
-    from hwbench.cli.record import _devices
+    from hwbench.library.recording import _devices
     from hwbench.report.html import ReportSource
     from hwbench.store.extract import kind_of
 

@@ -18,7 +18,7 @@ from hwbench.cli import validate
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 
-_LIST_COLUMNS = ["id", "created (UTC)", "kind", "kernel", "device", "mode", "engine", "dtype", "size", "min run s"]
+_LIST_COLUMNS = ["id", "created UTC", "kind", "kernel", "device", "engine", "dtype", "size", "min run s"]
 _LIST_COLUMNS += ["verdict", "tags"]
 _FILTERS = ("kind", "kernel", "device", "mode", "tag", "since", "until")
 
@@ -92,10 +92,12 @@ def list_results(ctx: click.Context, /, limit: int, as_json: bool, **filters: An
         f"{len(found)} stored result(s)",
         _LIST_COLUMNS,
         [
-            (r.id, r.created[:19], r.kind, r.kernel, r.device, r.mode, r.engine, r.dtype, r.size,
-             "" if r.run_s is None else f"{r.run_s:.4g}", r.verdict, ",".join(r.tags))
+            (r.id, r.created[:16].replace("T", " "), r.kind, r.kernel, f"{r.device} [{r.mode}]" if r.mode else r.device,
+             r.engine, r.dtype, r.size,
+             "" if r.run_s is None else f"{r.run_s:.4g}", r.verdict, ", ".join(r.tags))
             for r in found
         ],
+        narrow=True,
     )  # fmt: skip
 
 
@@ -107,7 +109,7 @@ def show(ctx: click.Context, ref: str, as_json: bool) -> None:
     """One stored result: its figures, environment and document (REF: id or uid)."""
     result = _open(ctx).get(ref)
     if as_json:
-        print_json(result.model_dump(mode="json"))
+        print_json(result)
         return
     env = result.environment
     stdout.print(f"[bold]result {result.id}[/bold] ({result.kind}, {result.created}) uid {result.uid}", highlight=False)
@@ -184,29 +186,39 @@ def compare(ctx: click.Context, /, refs: tuple[str, ...], baseline_tag: str | No
     pair = _resolve_pair(store, refs, baseline_tag, _filters(None, **filters))
     report = compare_results(pair.baseline, pair.candidate, alpha=alpha, fail_above_pct=fail_above)
     if as_json:
-        print_json(report.model_dump(mode="json"))
+        print_json(report)
     else:
         _render_comparison(report)
     return EXIT_CHECK_FAILED if fail_above is not None and report.regressions else EXIT_OK
+
+
+_TESTS = {"mann-whitney-u": "U", "bootstrap-ci": "boot", "too-few-repeats": "-"}  # short names, spelt out below
 
 
 def _ci(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
+def _timing_row(t: Any) -> tuple[str, ...]:
+    """One configuration of a comparison; its key's parts separated by spaces, so it wraps between them."""
+    p = "-" if t.p_value is None else f"{t.p_value:.3g}"
+    return (t.config.replace("|", " "), f"{t.baseline_n}/{t.candidate_n}", f"{t.baseline_median_s:.4g}",
+            f"{t.candidate_median_s:.4g}", f"{t.ratio:.3f}", _ci(t.ci_low, t.ci_high), _TESTS.get(t.method, t.method),
+            p, t.change + (" REGRESSION" if t.regression else ""))  # fmt: skip
+
+
 def _render_comparison(report: Any) -> None:
     if report.timings:
         print_table(
             f"result {report.candidate} vs baseline {report.baseline} (matched on {report.matched_on})",
-            ["configuration", "n A/B", "median A s", "median B s", "B/A", "95% CI", "test", "p", "change"],
-            [
-                (t.config, f"{t.baseline_n}/{t.candidate_n}", f"{t.baseline_median_s:.4g}",
-                 f"{t.candidate_median_s:.4g}", f"{t.ratio:.3f}", _ci(t.ci_low, t.ci_high), t.method,
-                 "-" if t.p_value is None else f"{t.p_value:.3g}",
-                 t.change + (" REGRESSION" if t.regression else ""))
-                for t in report.timings
-            ],
-        )  # fmt: skip
+            ["configuration", "n A/B", "A s", "B s", "B/A", "95% CI", "test", "p", "change"],
+            [_timing_row(t) for t in report.timings],
+            narrow=True,
+        )
+        used = sorted({t.method for t in report.timings if t.method in _TESTS})
+        if used:
+            tests = "; ".join(f"{_TESTS[m]} = {m}" for m in used)
+            stdout.print(f"  A s, B s: median run time of baseline A and candidate B; test: {tests}", highlight=False)
         for note in sorted({t.note for t in report.timings if t.note}):
             stdout.print(f"  note: {note}", highlight=False)
     if report.accuracy:
@@ -215,6 +227,7 @@ def _render_comparison(report: Any) -> None:
             ["protocol", "run", "max |dV| A", "max |dV| B", "delta", "matched A", "matched B", "delta"],
             [(a.protocol, a.label, a.max_dv_a, a.max_dv_b, a.max_dv_delta, a.matched_a, a.matched_b, a.matched_delta)
              for a in report.accuracy],
+            narrow=True,
         )  # fmt: skip
     if report.verdicts:
         print_table(
@@ -222,6 +235,7 @@ def _render_comparison(report: Any) -> None:
             ["protocol", "device", "mode", "A", "B", ""],
             [(v.protocol, v.device, v.mode, v.verdict_a, v.verdict_b, "WORSE" if v.regression else "")
              for v in report.verdicts],
+            narrow=True,
         )  # fmt: skip
     gate = "" if report.fail_above_pct is None else f" (gate: slower by > {report.fail_above_pct:g}%)"
     color = "red" if report.regressions else "green"
@@ -244,7 +258,9 @@ def export(ctx: click.Context, /, out: str, **filters: Any) -> None:
     from hwbench.store.models import StoreExport
 
     records = _open(ctx).export(_filters(None, **filters))
-    _write_atomic(Path(out), StoreExport(records=records).model_dump_json(by_alias=True, indent=1))
+    from hwbench.core.strict_json import dump_model
+
+    _write_atomic(Path(out), dump_model(StoreExport(records=records), indent=1))
     stderr.print(f"wrote {len(records)} result(s) to {out}", highlight=False)
 
 

@@ -137,7 +137,7 @@ def sweep(
     stderr.print(f"sweep {plan.sweep_id}: {len(plan.cells)} cells -> {plan.folder}", highlight=False)
     result = _run_with_progress(plan, scheduler, workers, transient=as_json)
     if as_json:
-        print_json(result.model_dump(mode="json", by_alias=True))
+        print_json(result)
     else:
         _render(result, plan.folder)
     return EXIT_CHECK_FAILED if any(c.status == "failed" for c in result.cells) else EXIT_OK

@@ -53,7 +53,9 @@ def _save_spec(plan: SweepPlan) -> None:
     """``spec.json``, atomically, once the cluster is up (a scheduler that cannot be reached leaves nothing)."""
     plan.folder.mkdir(parents=True, exist_ok=True)
     tmp = plan.folder / "spec.json.partial"
-    tmp.write_text(plan.spec.model_dump_json(indent=1))
+    from hwbench.core.strict_json import dump_model
+
+    tmp.write_text(dump_model(plan.spec, indent=1))
     tmp.replace(plan.folder / "spec.json")
 
 

@@ -174,7 +174,7 @@ def train(
         write_json(result, out_dir / "train.json")
     record_result(result)
     if as_json:
-        print_json(result.model_dump(mode="json", by_alias=True))
+        print_json(result)
         return
     _print_train(result)
 
@@ -259,7 +259,7 @@ def train_bench(sweeps: str, batch: int, repeats: int, out: str | None, as_json:
             sweep_plot(name, points, out_dir / f"train-bench-{name}.png")
     record_result(result)
     if as_json:
-        print_json(result.model_dump(mode="json", by_alias=True))
+        print_json(result)
         return
     for name, points in result.sweeps.items():
         print_table(

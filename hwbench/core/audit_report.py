@@ -21,6 +21,10 @@ class Verdict(str, Enum):
     WARN = "WARN"
     FAIL = "FAIL"
 
+    def __str__(self) -> str:
+        """``PASS``, ``WARN`` or ``FAIL``, as a script prints it (``print(hwbench.audit(...).verdict)``)."""
+        return self.value
+
 
 def combine(verdicts: list[Verdict]) -> Verdict:
     """The worst of ``verdicts`` (PASS when there are none)."""

@@ -55,7 +55,8 @@ def _check_folder(path: Path, folder: Path, what: str) -> None:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: folder {ancestor} is not writable")
     try:  # os.access says yes to root even on a read-only file system (/proc, a ro mount): try it
-        os.rmdir(tempfile.mkdtemp(prefix=".hwbench-probe-", dir=ancestor))
+        with interrupts.deferred_interrupt():  # a Ctrl-C between the two calls must not leave the folder
+            os.rmdir(tempfile.mkdtemp(prefix=".hwbench-probe-", dir=ancestor))
     except OSError as exc:
         raise UsageError(f"{what} {path}: cannot write in folder {ancestor} ({exc.strerror})") from None
 

@@ -158,7 +158,9 @@ def write_json(model: BaseModel, path: str | Path, files: OutputFiles | None = N
 
     With ``files``, the file is only staged and appears when that set is committed.
     """
-    text = model.model_dump_json(by_alias=True, indent=1)
+    from hwbench.core.strict_json import dump_model
+
+    text = dump_model(model, indent=1)  # RFC 8259: non-finite numbers as strings
     if files is not None:
         return files.write_text(path, text)
     with OutputFiles() as own:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,46 @@ def _run_row(r: dict[str, Any]) -> tuple[Any, ...]:
             r.get("run_s"))  # fmt: skip
 
 
+def deviation_bars(runs: list[dict[str, Any]]) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """Each run's max |dV| (positive, finite), and the runs that diverged instead (no finite maximum,
+    or a hard-check violation), each with when: the failing device stays in its own picture."""
+    devs, diverged = [], {}
+    for r in runs:
+        v, violation = (r.get("deviation") or {}).get("max"), r.get("violation") or {}
+        finite = isinstance(v, (int, float)) and math.isfinite(v)
+        if violation or (r.get("deviation") and not finite):
+            t_ms = violation.get("t_ms")
+            when = f"at t = {t_ms / 1000:.5g} s" if isinstance(t_ms, (int, float)) else "(no finite deviation)"
+            diverged[str(r.get("label"))] = f"diverged {when}"
+        elif isinstance(v, (int, float)) and finite and v > 0:
+            devs.append((str(r.get("label")), float(v)))
+    return devs, diverged
+
+
+def divergence_traces(run: dict[str, Any], unit: str) -> str:
+    """The probe of the cell the forensics name, around the first violation: reference, fp64 gold and
+    the candidate (``violation["traces"]``, which audits record)."""
+    violation = run.get("violation") or {}
+    excerpt = violation.get("traces")
+    if not isinstance(excerpt, dict) or not excerpt.get("t_ms"):
+        return ""
+    times = excerpt["t_ms"]
+    series = [charts.Series(label, times, [_num(y) for y in ys]) for label, ys in excerpt.get("series", {}).items()]
+    title = f"{run.get('label')}: first divergence, cell {excerpt.get('cell')}"
+    uri = charts.line_chart(series, title=title, xlabel="biological time (ms)", ylabel=f"{excerpt.get('probe')} {unit}",
+                            logy=False, vline=violation.get("t_ms"))  # fmt: skip
+    note = f"<p>{esc(violation.get('explanation') or '')}</p>"
+    return f"<h3>First divergence: {esc(run.get('label'))}</h3>{note}" + image(uri, "first divergence traces")
+
+
+def _num(value: Any) -> float:
+    """A trace value as written (a float, or 'NaN'/'Infinity' in strict JSON) as a float."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def audit_sections(doc: dict[str, Any]) -> list[str]:
     """audit pages: per protocol the runs, the candidates' verdicts with reasons, and max |dV| per run."""
     out = []
@@ -142,13 +183,13 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
         body = f"<p>{esc(p.get('description'))} <span class='muted'>{esc(p.get('reduced') or '')}</span></p>"
         body += f"<p>regime: {esc(p.get('regime'))}; protocol verdict: <b>{esc(p.get('verdict'))}</b></p>"
         body += verdicts + table(headers, [_run_row(r) for r in runs])
-        maxima = [(r["label"], (r.get("deviation") or {}).get("max")) for r in runs]
-        devs = [(label, v) for label, v in maxima if isinstance(v, (int, float)) and v > 0]
-        if devs:
+        devs, diverged = deviation_bars(runs)
+        if devs or diverged:
             ylabel = f"max |dV| versus the CPU fp32 reference ({unit or 'probe units'}, log)"
             uri = charts.bar_chart([d[0] for d in devs], [d[1] for d in devs], title=f"{p['name']}: max |dV| per run",
-                                   ylabel=ylabel)  # fmt: skip
+                                   ylabel=ylabel, diverged=diverged)  # fmt: skip
             body += image(uri, f"{p['name']} deviation plot")
+        body += "".join(divergence_traces(r, unit) for r in runs)
         body += metric_table(runs)
         out.append(section(f"Protocol {p.get('name')}", body))
     return out
@@ -225,10 +266,9 @@ def page(title: str, subtitle: str, parts: list[str]) -> str:
     )
 
 
-def render_result(source: ReportSource) -> str:
-    """One page for one result: audit, bench, run, or any later kind (shown as its JSON)."""
+def _result_parts(source: ReportSource) -> list[str]:
+    """The sections of one result's page, banner first."""
     doc = source.document
-    prov = doc.get("provenance") or {}
     verdict = doc.get("verdict") if source.kind == "audit" else None
     parts = [verdict_banner(verdict, list(doc.get("reasons") or []))]
     if source.kind == "audit":
@@ -239,10 +279,33 @@ def render_result(source: ReportSource) -> str:
     parts += [section(f"Plot {name}", image(uri, name)) for name, uri in sorted(source.images.items())]
     if source.kind not in ("audit", "bench", "run"):
         parts.append(section("Document", f"<pre>{esc(json.dumps(doc, indent=1, default=str)[:200_000])}</pre>"))
-    parts += profile_sections(source) + environment_section(source.environment)
+    return parts + profile_sections(source) + environment_section(source.environment)
+
+
+def render_result(source: ReportSource) -> str:
+    """One page for one result: audit, bench, run, or any later kind (shown as its JSON)."""
+    doc = source.document
+    prov = doc.get("provenance") or {}
     subtitle = f"{source.origin}; {doc.get('schema')}; created {prov.get('created')}"
     subtitle += f"; hwbench {prov.get('hwbench_version')}"
-    return page(f"hwbench {source.kind} report", subtitle, parts)
+    return page(f"hwbench {source.kind} report", subtitle, _result_parts(source))
+
+
+def _scoped_css(scope: str) -> str:
+    """The page's style sheet with every selector limited to ``scope`` (``body`` becomes ``scope``)."""
+    rules = []
+    for rule in _CSS.replace("\n", "").split("}"):
+        selectors, _, body = rule.partition("{")
+        if body:
+            scoped = [scope if sel.strip() == "body" else f"{scope} {sel.strip()}" for sel in selectors.split(",")]
+            rules.append(",".join(scoped) + "{" + body + "}")
+    return "".join(rules)
+
+
+def render_fragment(source: ReportSource) -> str:
+    """One result's sections as an HTML fragment with the page's styles (a notebook's output cell)."""
+    css = _scoped_css(".hwbench-report")  # the page's rules, kept to the fragment (not the notebook's page)
+    return f"<div class='hwbench-report'><style>{css}</style>" + "".join(_result_parts(source)) + "</div>"
 
 
 def render_history(records: list[Any], points: list[Any], filters: str) -> str:

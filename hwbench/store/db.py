@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, delete, event, func, insert, select
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.strict_json import dumps_compact
 from hwbench.store import extract
 from hwbench.store.environment import Environment
 from hwbench.store.location import StoreLocation
@@ -32,11 +33,17 @@ BUSY_TIMEOUT_MS = 30_000
 _ENGINES: dict[str, Engine] = {}
 
 
+def _json(value: Any) -> str:
+    """The JSON columns' text: RFC 8259 (non-finite numbers as strings, :mod:`hwbench.core.strict_json`).
+    Rows written before, with a bare Infinity, still read: the column's parser is Python's."""
+    return dumps_compact(value)
+
+
 def _sqlite_engine(url: str) -> Engine:
     path = url.removeprefix("sqlite:///")
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, json_serializer=_json)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -76,7 +83,9 @@ def open_engine(location: StoreLocation) -> Engine:
     if engine is not None:
         return engine
     try:
-        engine = _sqlite_engine(location.url) if location.is_sqlite else create_engine(location.url)
+        engine = (
+            _sqlite_engine(location.url) if location.is_sqlite else create_engine(location.url, json_serializer=_json)
+        )
         with engine.begin() as conn:
             upgrade(conn, SCHEMA_VERSION)
     except ModuleNotFoundError as exc:
@@ -84,6 +93,16 @@ def open_engine(location: StoreLocation) -> Engine:
     except OperationalError as exc:
         reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc).splitlines()[0]
         raise UnavailableError(f"cannot open the results store {location.describe()}: {reason}") from None
+    except DatabaseError as exc:  # e.g. "file is not a database": the user pointed the store at another file
+        raise UsageError(
+            f"the results store {location.describe()} is not a hwbench store ({describe_error(exc)}): "
+            "give --store / HWBENCH_STORE a hwbench store, or a new file name to create one"
+        ) from None
+    except OSError as exc:  # its folder cannot be made (a file is in the way, no permission)
+        raise UsageError(
+            f"cannot create the results store {location.describe()}: {exc.strerror or exc}; "
+            "give --store / HWBENCH_STORE a path in a writable folder"
+        ) from None
     _ENGINES[location.url] = engine
     return engine
 
@@ -264,6 +283,12 @@ class Store:
             raise UsageError(
                 f"{len(missing)} record(s) have no document or environment (first: uid {missing[0]}); "
                 "import what 'hwbench results export' writes"
+            )
+        foreign = [r.uid for r, doc, _ in complete if not str((doc or {}).get("schema", "")).startswith("hwbench.")]
+        if foreign:
+            raise UsageError(
+                f"record uid {foreign[0]} holds no hwbench result (its document's 'schema' is not 'hwbench.*'); "
+                "import exports as 'hwbench results export' writes them"
             )
         summary = ImportSummary()
         with self.engine.connect() as conn:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hwbench.core.errors import UsageError
+from hwbench.core.strict_json import dumps
 
 
 class SweepLedger(Protocol):
@@ -58,7 +59,7 @@ class JsonlLedger:
 
     def record(self, key: str, document: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = (json.dumps({"key": key, "report": document}, allow_nan=True) + "\n").encode()
+        data = (dumps({"key": key, "report": document}) + "\n").encode()  # RFC 8259 (old lines: Infinity)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, data)

@@ -14,6 +14,7 @@ import fcntl
 import io
 import json
 import os
+import sqlite3
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -70,6 +71,37 @@ def _profiles(folder: Path, registry: host.Registry) -> None:
     (folder / "profile.yaml").write_text("name: x\n")
 
 
+def _stores(folder: Path) -> None:
+    """Results stores beside the arena (``../arena-stores``: SQLite's -wal/-shm files come and go) and
+    exports edited by hand in it: a file that is no database, a store of a newer schema, a good empty
+    one; a truncated export, one with a wrong type, one whose document is not a hwbench result."""
+    stores = folder.parent / "arena-stores"
+    if not stores.exists():  # one set for every arena of the session (the bad-input modules share it)
+        _make_stores(stores)
+    head = '{"schema": "hwbench.store-export/1", "records": ['
+    (folder / "export-truncated.json").write_text(head + '{"id": 1, "uid": "a')
+    (folder / "export-wrong-type.json").write_text(head + '{"id": "one", "uid": "a", "kind": "run", "created": ""}]}')
+    record = {"id": 1, "uid": "b" * 32, "kind": "run", "created": "2026-01-01", "environment": {"captured": False}}
+    foreign = {"schema": "hwbench.store-export/1", "records": [{**record, "document": {"schema": 5}}]}
+    (folder / "export-foreign.json").write_text(json.dumps(foreign))
+    no_doc = {"schema": "hwbench.store-export/1", "records": [record]}
+    (folder / "export-no-doc.json").write_text(json.dumps(no_doc))
+
+
+def _make_stores(stores: Path) -> None:
+    from hwbench.store import db
+    from hwbench.store.location import StoreLocation
+
+    stores.mkdir()
+    (stores / "notdb.sqlite").write_text("a text file, not a database\n")
+    for name in ("store.sqlite", "newer.sqlite"):
+        location = StoreLocation(f"sqlite:///{stores / name}", explicit=True)
+        db.Store(location).engine.dispose()
+        del db._ENGINES[location.url]  # the test opens it afresh
+    with sqlite3.connect(stores / "newer.sqlite") as conn:
+        conn.execute("UPDATE hwbench_store_version SET version = 99")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Quote the bad-input corpus's counts when it ran."""
     corpus = sys.modules.get("test_bad_input_corpus") or sys.modules.get("tests.cli.test_bad_input_corpus")
@@ -97,6 +129,7 @@ def arena(tmp_path_factory: pytest.TempPathFactory, registry: host.Registry) -> 
     (folder / "afile").write_text("a file, not a folder\n")
     (folder / "existing.json").write_text('{"an": "earlier result that must survive"}\n')
     (folder / "locked").mkdir()
+    _stores(folder)
     lock = os.open(folder / "locked" / ".hwbench.lock", os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # "another hwbench" writing this folder
     try:

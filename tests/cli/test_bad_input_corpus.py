@@ -25,6 +25,9 @@ RUN = ["run", "--engine", "numpy", "--cells", "64", "--ms", "2"]
 RUN_W = ["run", "--engine", "numpy", "--ms", "2"]  # for --workload cases (no --cells)
 BENCH = ["bench", "--engine", "numpy", "--cells", "64", "--ms", "2", "--repeats", "1"]
 AUDIT = ["audit", "--quick"]
+STORES = "../arena-stores"  # results stores beside the arena (SQLite's -wal/-shm files come and go)
+GOOD = f"{STORES}/store.sqlite"  # an empty hwbench store
+NOTDB = f"{STORES}/notdb.sqlite"  # a text file
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,78 @@ CASES: list[Case] = [
             ("locked", "locked", 4, "is being written by another hwbench"),
         ]
     ],
+    # ---------------------------------------------------------------- the results store (issue 33)
+    *[
+        Case(f"store-{name}", ["results", "--store", store, *argv], code, frag)
+        for name, store, argv, code, frag in [
+            (
+                "not-a-database",
+                NOTDB,
+                ["list"],
+                2,
+                "is not a hwbench store (file is not a database)",
+            ),
+            ("newer-schema", f"{STORES}/newer.sqlite", ["list"], 2, "newer than this hwbench understands"),
+            ("under-a-file", "afile/x.sqlite", ["list"], 2, "cannot create the results store"),
+            ("read-only-proc", "/proc/x.sqlite", ["list"], 4, "cannot open the results store"),
+            ("read-only-sys", "/sys/x.sqlite", ["list"], 4, "cannot open the results store"),
+            ("postgres-refused", "postgresql://u:secret@127.0.0.1:1/hw", ["list"], 4, "u:***@127.0.0.1:1/hw"),
+            ("bad-scheme", "mysql://x/y", ["list"], 2, "store URL scheme 'mysql' is not supported"),
+            ("show-missing", GOOD, ["show", "999"], 2, "no result '999' in the store"),
+            ("list-since", GOOD, ["list", "--since", "yesterday"], 2, "--since expects an ISO"),
+            ("list-limit", GOOD, ["list", "--limit", "-1"], 2, "'--limit': must be an integer"),
+            ("compare-none", GOOD, ["compare"], 2, "compare needs two result ids"),
+            ("compare-gate", GOOD, ["compare", "--fail-above", "nan"], 2, "'--fail-above'"),
+            ("export-to-dir", GOOD, ["export", "--out", "dir"], 2, "is a folder"),
+            ("export-to-proc", GOOD, ["export", "--out", "/proc/x.json"], 2, "cannot write"),
+            ("import-missing", GOOD, ["import", "nope.json"], 2, "does not exist"),
+            ("import-truncated", GOOD, ["import", "export-truncated.json"], 2, "cannot read"),
+            (
+                "import-wrong-type",
+                GOOD,
+                ["import", "export-wrong-type.json"],
+                2,
+                "malformed export",
+            ),
+            (
+                "import-foreign",
+                GOOD,
+                ["import", "export-foreign.json"],
+                2,
+                "holds no hwbench result",
+            ),
+            ("import-no-doc", GOOD, ["import", "export-no-doc.json"], 2, "no document"),
+            ("import-not-export", GOOD, ["import", "existing.json"], 2, "neither a hwbench export"),
+        ]
+    ],
+    Case(
+        "store-env-not-a-database",
+        ["results", "list"],
+        2,
+        "is not a hwbench store",
+        env={"HWBENCH_STORE": NOTDB},
+    ),
+    # ---------------------------------------------------------------- report, schema, metrics
+    Case("report-unknown-target", ["report", "nothing-here"], 2, "neither a stored result id"),
+    Case("report-truncated", ["report", "export-truncated.json"], 2, "cannot read export-truncated.json"),
+    Case("report-binary", ["report", "garbage.npz"], 2, "cannot read garbage.npz"),
+    Case("report-not-a-result", ["report", "existing.json"], 2, "is not a hwbench result file"),
+    Case("report-history-empty", ["report", "history", "--store", GOOD], 2, "no stored result"),
+    Case("report-missing-id", ["report", "12", "--store", GOOD], 2, "no result '12'"),
+    Case("report-store-not-db", ["report", "1", "--store", NOTDB], 2, "is not a hwbench store"),
+    Case("report-limit", ["report", "history", "--limit", "-2"], 2, "'--limit'"),
+    Case("schema-unknown", ["schema", "nope"], 2, "unknown schema 'nope'; choose from: audit, bench"),
+    Case("metrics-unknown", ["metrics", "nope"], 2, "unknown metric 'nope'; choose from"),
+    # ---------------------------------------------------------------- sweep, train, train-bench
+    Case("sweep-grid-word", ["sweep", "--grid", "exp:7..x"], 2, "--grid widths: '7..x' is not an integer"),
+    Case("sweep-device", ["sweep", "--device", "nope"], 2, "unknown device 'nope'"),
+    Case("sweep-seeds", ["sweep", "--seeds", "a"], 2, "--seeds: 'a' is not an integer"),
+    Case("train-dataset", ["train", "--dataset", "nope"], 2, "'nope' is not one of 'synthetic', 'digits'"),
+    Case("train-epochs", ["train", "--epochs", "0"], 2, "'--epochs': must be an integer from 1"),
+    Case("train-reset", ["train", "--reset", "sideways"], 2, "is not one of 'subtract', 'zero'"),
+    Case("train-deploy", ["train", "--deploy", "nope"], 2, "is not one of 'loihi', 'spinnaker'"),
+    Case("train-bench-batch", ["train-bench", "--batch", "-1"], 2, "'--batch': must be an integer from 1"),
+    Case("train-bench-typo", ["train-bench", "--epochs", "3"], 2, "No such option '--epochs'"),
     # a failing run must not clobber an earlier result, nor leave its other output
     Case("run-fails-keeps-existing", [*RUN, "--set", "dt=0", "--out", "existing.json"], 2, "'dt' must be"),
     Case(

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from hwbench.cli.audit import AUDIT_OUTPUTS
 from hwbench.core import plugins as host
 from hwbench.core.device import Device, DeviceSpec, ProbeResult
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.files import LOCK_NAME, OutputDir, OutputFiles, write_atomic
 from hwbench.core.hookspecs import hookimpl
+from hwbench.library.audit import AUDIT_OUTPUTS
 from hwbench.testing.badinput import run_cli, snapshot
 
 # The CLI in a fresh interpreter that says "ready" once imported, so a signal lands in the command

@@ -2,7 +2,8 @@
 
 The numbers in tests/data/neurobench_metrics.json were made by scripts/make_neurobench_vectors.py,
 which ran neurobench's ``Benchmark`` on snnTorch twins of these hwbench workloads (same weights and
-Poisson input, float32). Here the registered metrics compute them from the kernels' own reports.
+Poisson input), each in float32 and in float64. Here the registered metrics compute them from the
+kernels' own reports at the case's dtype.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def registry():
 
 
 def _case_id(case: dict) -> str:
-    return f"{case['kernel']}-{case['size']}-{'-'.join(f'{k}={v}' for k, v in case['overrides'].items())}"
+    overrides = "-".join(f"{k}={v}" for k, v in case["overrides"].items())
+    return f"{case['kernel']}-{case['size']}-{overrides}-{case['dtype']}"
 
 
 @pytest.fixture(scope="module", params=CASES, ids=_case_id)
@@ -45,7 +47,7 @@ def computed(request: pytest.FixtureRequest, registry) -> tuple[dict, dict]:
         workload=workload,
         timing=None,
         activity=kernel.activity(workload, steps),
-        structure=kernel.structure(workload, dtype="float32"),
+        structure=kernel.structure(workload, dtype=case["dtype"]),
         energy=None,
     )
     assert not found.errors
@@ -84,3 +86,11 @@ def test_neuron_operations_equal_neurobench_or_are_undefined_like_it(computed: t
 
 def test_vectors_came_from_neurobench_2_3_0() -> None:
     assert VECTORS["versions"]["neurobench"] == "2.3.0"
+
+
+def test_both_dtypes_are_frozen_for_every_network() -> None:
+    networks = {
+        dtype: [(c["kernel"], c["size"], c["seed"]) for c in CASES if c["dtype"] == dtype]
+        for dtype in ("float32", "float64")
+    }
+    assert networks["float32"] and networks["float32"] == networks["float64"]

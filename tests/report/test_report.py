@@ -33,7 +33,7 @@ CHROMIUM_ARGS = [
 @pytest.fixture
 def pages(tmp_path, monkeypatch) -> dict[str, Path]:
     """An audit page (stored result), a bench page and a run page (result files), and a history page."""
-    from hwbench.cli.record import _devices
+    from hwbench.library.recording import _devices
 
     monkeypatch.setenv("HWBENCH_STORE", str(tmp_path / "store.sqlite"))
     store = Store(resolve_location())

@@ -282,7 +282,9 @@ class NumericsProfile(BaseModel):
 
     # --- files -----------------------------------------------------------------------------
     def to_json(self) -> str:
-        return self.model_dump_json(indent=2, exclude_none=True) + "\n"
+        from hwbench.core.strict_json import dump_model
+
+        return dump_model(self, indent=2, by_alias=False, exclude_none=True) + "\n"
 
     @classmethod
     def from_json(cls, text: str | bytes, *, origin: str = "profile") -> NumericsProfile:

@@ -283,26 +283,31 @@ class _LifBase(Kernel):
         return hidden, "Synaptic" if self.has_current else "Leaky"
 
     def structure(self, workload: Workload, *, dtype: str = "float32") -> Structure:
-        """Weights (no biases) at ``dtype``; per layer the scalar constants the snnTorch twin keeps.
+        """Parameters at ``dtype``, and per layer the scalar constants the snnTorch twin keeps.
 
-        snnTorch registers ``threshold``, ``graded_spikes_factor`` and ``beta`` (float32), the reset
-        code ``reset_mechanism_val`` (int64) and, for ``Synaptic``, ``alpha`` as buffers of every
-        neuron layer; they are listed here so the footprint is NeuroBench's for the same network.
+        snnTorch registers ``threshold``, ``graded_spikes_factor`` and ``beta`` (and, for
+        ``Synaptic``, ``alpha``) as buffers of every neuron layer in the default dtype, which is the
+        network's (float64 in a float64 model), and the reset code ``reset_mechanism_val`` as int64;
+        they are listed so the footprint is NeuroBench's for the same network. ``RLeaky``'s recurrent
+        layer is an ``nn.Linear`` with a bias: hwbench's recurrence has none (a zero bias), but its
+        ``n`` parameters count, as NeuroBench counts them. Connection sparsity counts weights only.
         """
         found = [layer.w_ff for layer in self.layers(workload)] + [workload.arrays.get("w_rec")]
         mats = [np.asarray(m) for m in found if m is not None]
-        count = int(sum(m.size for m in mats))
+        weights = int(sum(m.size for m in mats))
+        count = weights + (workload.size if self.recurrent else 0)  # RLeaky's recurrent bias
+        itemsize = np.dtype(dtype).itemsize
         buffers = []
         for layer, model in zip(("hidden", "output"), self.neuron_models(), strict=True):
             names = ["threshold", "graded_spikes_factor", "beta"] + (["alpha"] if model == "Synaptic" else [])
-            buffers += [Buffer(name=f"{layer}.{n}", elements=1, bytes_per_element=4) for n in names]
+            buffers += [Buffer(name=f"{layer}.{n}", elements=1, bytes_per_element=itemsize) for n in names]
             buffers.append(Buffer(name=f"{layer}.reset_mechanism_val", elements=1, bytes_per_element=8))
         return Structure(
             parameters=count,
-            parameter_bytes=count * np.dtype(dtype).itemsize,
+            parameter_bytes=count * itemsize,
             dtype=dtype,
             buffers=buffers,
-            weights=count,
+            weights=weights,
             zero_weights=int(sum(m.size - np.count_nonzero(m) for m in mats)),
         )
 

@@ -58,9 +58,10 @@ def resolve_candidates(registry: Registry, specs: tuple[str, ...], overrides: di
         name, _, mode = spec.partition(":")
         device = registry.device(name)
         if device.spec.kind not in FLOAT_KINDS:
+            takes = sorted(n for n in registry.devices if registry.device(n).spec.kind in FLOAT_KINDS)
             raise UsageError(
                 f"device '{name}' ({device.spec.kind}) has no floating-point matrix unit to audit DL "
-                f"primitives on; choose from: {', '.join(DEFAULT_DEVICES)}, cpu"
+                f"primitives on; choose a device of kind {', '.join(FLOAT_KINDS)}: {', '.join(takes)}"
             )
         out.extend(_device_candidates(registry, name, [mode] if mode else list(device.modes), bool(mode), overrides))
     return out
