@@ -11,7 +11,11 @@ the kernel plus integer rounding arithmetic that XLA fuses into the same loops.
 Semantics worth knowing (also in ``docs/profiles.md``):
 
 * Every *operation* is rounded, not every expression: ``a * b + c`` is a MUL rounding then an
-  ADD rounding, as on hardware without fused multiply-add. Operands are first rounded to the
+  ADD rounding, as on hardware without fused multiply-add — unless the profile has an ``fma``
+  entry (a contracting compiler): then a product feeding an addition or subtraction is fused
+  with it and rounded once, exactly (:func:`~hwbench.accuracy.numerics.native_fp32.fused_multiply_add`).
+  On the JAX engine XLA:CPU itself contracts single-use native products (the reference does
+  too); the numpy engine never does. Operands are first rounded to the
   op's ``input_format`` where one is set. Python float constants become carrier constants.
   Arithmetic among parameters or inputs alone (no state involved) runs natively.
 * ``x ** k`` with a Python ``int`` ``k`` is repeated multiplication (square-and-multiply, as
@@ -19,7 +23,11 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   is a DIV op. ``-x``, ``abs``, indexing, ``stack`` are exact.
 * Stochastic rounding and error models draw counter-based random bits keyed by (seed, global
   step from ``begin_step``, op sequence number within the step, element index): reproducible,
-  independent of evaluation order, and the same on numpy and JAX.
+  independent of evaluation order, and the same on numpy and JAX. Error models also key by the
+  device and the function (exp, log, div), so no two share a pattern.
+* ``special_values = "saturate"``: every result is saturated last (beyond the largest finite
+  value of its op's format -> that value, NaN -> 0), and counted as an overflow / non-finite
+  event of its op class.
 * ``lowering="one-hot-matmul"`` (gather class): gather rounds its source to the
   ``matmul_input`` format and gathers exactly (one 1.0 per one-hot row, so the product is
   exact); scatter-add rounds values to ``matmul_input`` and sums each target's terms in
