@@ -50,13 +50,18 @@ def stream_key(device: str, function: str, seed: int = 0) -> int:
 def ulp_offsets(seed: int, counter: Any, index: Any, n: int, xp: Any, dtype: Any) -> Any:
     """Whole-ulp offsets ``k``, uniform on ``{-n, ..., n}``, one per element of ``index``.
 
-    ``k = floor(u * (2n + 1)) - n`` with ``u`` a 24-bit uniform (exact in fp32), clamped to
-    ``n`` against the product rounding up to ``2n + 1``: each ``k`` has probability within
+    ``k = floor(u * (2n + 1)) - n`` with ``u = bits / 2**24`` a 24-bit uniform: exactly, in
+    uint32, for ``2n + 1 <= 256`` (every default); above, in the carrier's float type, clamped to
+    ``n`` against the product rounding up to ``2n + 1``. Each ``k`` has probability within
     ``2**-24`` of ``1 / (2n + 1)``. Returned in the signed integer type of ``dtype``'s width.
     """
     bits = uniform_bits(seed, counter, index, 24, xp=xp)
     dt = np.dtype(dtype)
     sdt = np.int32 if dt.itemsize == 4 else np.int64
+    m = 2 * n + 1
+    if m <= 256:  # exact in uint32: floor(bits * m / 2^24), a multiply and a shift
+        k = ((bits * np.asarray(m, np.uint32)) >> np.asarray(24, np.uint32)).astype(sdt)
+        return k - np.asarray(n, sdt)
     u = bits.astype(dt) * np.asarray(2.0**-24, dt)
     k = xp.floor(u * np.asarray(2 * n + 1, dt)).astype(sdt)
     return xp.minimum(k, np.asarray(2 * n, sdt)) - np.asarray(n, sdt)
