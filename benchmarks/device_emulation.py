@@ -19,8 +19,11 @@ step performs times the measured cost of each (see :func:`rounding_floor`). ``--
 emulating mode, one run per op class its profile changes, with that class computed natively, timed
 in the same turns: where the mode's time goes (see :func:`ablations`).
 
-Modes that are IEEE fp32 on io-ehh (a100 cuda-fp32, ipu fp32) compile the native program and
-are listed as a check of that. Loihi and SpiNNaker refuse io-ehh and are skipped.
+Since issue 30 the native-fp32 modes (a100 cuda-fp32, ipu fp32) emulate too, by default: FMA
+contraction and exp / division error models (``docs/numerics.md``, "Native fp32 is not the CPU");
+they are timed like every other mode. A mode whose profile changes nothing (e.g. ``--set
+exp_ulps=0`` on ipu fp32) would compile the native program. Loihi and SpiNNaker refuse io-ehh and
+are skipped.
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@ steps and final state; ``tests/accuracy/test_emulation_fixtures.py`` re-runs eac
 same helper and compares the uint32 views of the float results.
 
 Covered: every (device, mode) whose profile changes io-ehh's arithmetic on the JAX engine
-(a100 tensorrt, tpu-v3 default/high/highest, ipu fp16-sr, groq default/fp32-exact-vector), plus
-groq default, tpu-v3 default and ipu fp16-sr with the per-step event counters on (the forensic replay's
-configuration). Modes that are IEEE fp32 (a100 cuda-fp32, ipu fp32) compile the native program,
-and loihi / spinnaker refuse io-ehh, so they have nothing to freeze.
+(a100 cuda-fp32/tensorrt, tpu-v3 default/high/highest, ipu fp32/fp16-sr, groq
+default/fp32-exact-vector), plus groq default, tpu-v3 default and ipu fp16-sr with the per-step
+event counters on (the forensic replay's configuration). loihi / spinnaker refuse io-ehh, so they
+have nothing to freeze. Since issue 30, a100 cuda-fp32 and ipu fp32 emulate (FMA contraction,
+exp and division error models) instead of compiling the native program.
 
     python scripts/make_emulation_fixtures.py            # writes tests/data/emulation_fixtures.npz
 
@@ -50,6 +51,8 @@ class ModeCase:
 
 
 CASES: tuple[ModeCase, ...] = (
+    ModeCase("a100", "cuda-fp32"),
+    ModeCase("ipu", "fp32"),
     ModeCase("a100", "tensorrt"),
     ModeCase("tpu-v3", "default"),
     ModeCase("tpu-v3", "high"),

@@ -91,23 +91,48 @@ def _describe(a: np.ndarray, mask: np.ndarray, what: str, names: list[str] | Non
     return {"kind": what, "row": row, "variable": name, "cell": cell, "value": float(a[tuple(idx)])}
 
 
+_EVENT_WORDS = {
+    "ieee": {"overflow": "overflowed to infinity in {op}", "nonfinite": "NaN or infinity born in {op}"},
+    "saturate": {
+        "overflow": "saturated to the largest finite value in {op}",
+        "nonfinite": "an invalid result (0/0) replaced by 0 in {op}",
+    },
+}
+
+
+def _mechanisms(counters: dict[str, int], policy: str) -> list[str]:
+    """What happened in which op class, in the words of the profile's special-value policy.
+
+    Under ``saturate`` an overflow (division by zero included) became the largest finite value
+    and an invalid result 0, so the run stayed finite; under ``ieee`` they are infinity and NaN.
+    """
+    words = _EVENT_WORDS.get(policy, _EVENT_WORDS["ieee"])
+    out = []
+    for key, count in counters.items():
+        op, _, event = key.partition(".")
+        if event in words and count:
+            out.append(f"{words[event].format(op=op)} ({count} element{'s' if count != 1 else ''})")
+    return out
+
+
 def explain(found: dict[str, Any]) -> str:
     """Words for the report: where, what, and the most likely cause from counters and state."""
     t = found.get("t_ms")
     head = f"t = {t / 1000:.6g} s, " if t is not None else ""
     text = f"{head}cell {found['cell']}, {found['variable']}: {found['kind']} ({found['value']:.4g})"
     counters = found.get("counters") or {}
-    ops = sorted({key.split(".")[0] for key in counters if key.endswith("nonfinite") or key.endswith("overflow")})
-    if ops:
-        text += "; produced by " + ", ".join(
-            f"{op} ({', '.join(k for k in counters if k.startswith(op))})" for op in ops
-        )
+    mechanisms = _mechanisms(counters, found.get("special_values", "ieee"))
+    if mechanisms:
+        text += "; " + "; ".join(mechanisms)
+    ops = {key.split(".")[0] for key in counters if key.endswith("nonfinite") or key.endswith("overflow")}
     before = found.get("cell_state_before") or {}
     for var, (v0, formula) in SINGULARITIES.items():
         v = before.get(var)
         if v is not None and abs(v - v0) < 0.5:
             text += f"; {var} = {v:.4f} mV is next to the removable singularity of {formula}"
             if any(k.startswith("exp") for k in counters) or "div" in ops:
-                text += ", where a reduced-precision exp rounds to exactly 1 and the division becomes 0/0"
+                text += ", where a reduced-precision exp rounds to exactly 1 and the division becomes " + (
+                    "x/0, saturated" if found.get("special_values") == "saturate" else "0/0"
+                )
             break
     return text

@@ -51,7 +51,7 @@ def replay(job: Job, kernel: Kernel, trace: Trace) -> dict[str, Any] | None:
 
     chunk_steps = round(CHUNK_MS / (kernel.info.dt_ms or 1.0)) + 1
     try:
-        return locate_violation(
+        found = locate_violation(
             stepper,
             kernel,
             job.scenario,
@@ -60,10 +60,22 @@ def replay(job: Job, kernel: Kernel, trace: Trace) -> dict[str, Any] | None:
             max_steps=chunk_steps,
             attribute=attribute,
         )
+        return _with_policy(found, profile or job.device.numerics(job.mode))
     except Exception as exc:  # forensics must never hide the violation itself
         found = dict(trace.violation or {})
         found["forensics_error"] = f"{exc.__class__.__name__}: {exc}"
         return found
+
+
+def _with_policy(found: dict[str, Any] | None, numerics: Any) -> dict[str, Any] | None:
+    """Name the special-value policy the counters were taken under, and explain in its words
+    (a saturating chip's overflow is "saturated to the largest finite value", not infinity)."""
+    policy = getattr(numerics, "special_values", "ieee")
+    if found is None or policy == "ieee":
+        return found
+    found["special_values"] = policy
+    found["explanation"] = explain(found)
+    return found
 
 
 def locate_violation(

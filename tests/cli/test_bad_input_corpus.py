@@ -169,6 +169,18 @@ CASES: list[Case] = [
     Case("audit-ipu-ulps-huge", [*AUDIT, "-d", "ipu", "--set", "exp_ulps=1e300"], 2, "must be <= 8.38861e+06"),
     Case("audit-a100-ulps-huge", [*AUDIT, "-d", "a100", "--set", "exp_ulps=1e9"], 2, "must be <= 8.38861e+06"),
     Case("audit-tpu-split", [*AUDIT, "-d", "tpu-v3", "--set", "bf16_split=sideways"], 2, "must be one of"),
+    Case("audit-a100-div-neg", [*AUDIT, "-d", "a100", "--set", "div_ulps=-0.5"], 2, "must be >= 0"),
+    Case("audit-a100-div-huge", [*AUDIT, "-d", "a100", "--set", "div_ulps=1e9"], 2, "must be <= 8.38861e+06"),
+    Case("audit-a100-fma", [*AUDIT, "-d", "a100", "--set", "fma_contraction=sometimes"], 2, "is true or false"),
+    Case("audit-ipu-fma", [*AUDIT, "-d", "ipu", "--set", "fma_contraction=2"], 2, "is true or false"),
+    Case("audit-tpu-div-nan", [*AUDIT, "-d", "tpu-v3", "--set", "div_ulps=nan"], 2, "must be finite"),
+    Case("audit-groq-special", [*AUDIT, "-d", "groq", "--set", "special_values=wrap"], 2, "saturate, ieee"),
+    Case(
+        "audit-groq-exact-special",
+        [*AUDIT, "-d", "groq:fp32-exact-vector", "--set", "special_values=explode"],
+        2,
+        "must be one of saturate, ieee",
+    ),
     Case("audit-loihi-unknown", [*AUDIT, "-d", "loihi", "--set", "zz=1"], 2, "settable: a_in_overflow, vth_max"),
     Case(
         "bench-every-config-skipped",

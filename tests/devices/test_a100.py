@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from hwbench.accuracy.numerics.emulate import emulating_ops
+from hwbench.accuracy.numerics.emulated_array import unwrap
 from hwbench.accuracy.numerics.profile import Confidence, NumericsProfile
 from hwbench.accuracy.numerics.rounding import round_float
 from hwbench.core.engines.numpy_engine import NumpyOps
@@ -49,8 +50,12 @@ def test_modes_and_spec(gpu: A100Device) -> None:
     assert gpu.spec.sources and "Table I" in gpu.spec.sources[0]
 
 
-def test_cuda_fp32_is_native_and_tensorrt_is_not(gpu: A100Device) -> None:
-    assert gpu.numerics("cuda-fp32").is_native()
+def test_cuda_fp32_contracts_and_perturbs_and_tensorrt_rounds_tf32(gpu: A100Device) -> None:
+    cuda = gpu.numerics("cuda-fp32")
+    assert not cuda.is_native()  # issue 30: native fp32 is not the CPU
+    assert OpClass.FMA in cuda.ops and cuda.op(OpClass.FMA).confidence is Confidence.DOCUMENTED
+    assert cuda.op(OpClass.EXP).error.ulps == 1.0 and cuda.op(OpClass.DIV).error.ulps == 1.0
+    assert gpu.numerics("cuda-fp32", {"exp_ulps": 0, "div_ulps": 0, "fma_contraction": False}).is_native()
     trt = gpu.numerics("tensorrt")
     assert not trt.is_native()
     assert trt.op(OpClass.MATMUL_INPUT).resolved_format().name == "tf32"
@@ -81,7 +86,7 @@ def test_tf32_matmul_through_the_emulation(gpu: A100Device) -> None:
     a = np.array([[1 + 2**-11, 3.0]], np.float32)
     b = np.array([[1.0], [1 + 2**-12]], np.float32)  # 1 + 2^-12 rounds to 1.0 in TF32
     trt = ops_for(gpu.numerics("tensorrt")).matmul(a, b).raw
-    native = ops_for(gpu.numerics("cuda-fp32")).matmul(a, b)
+    native = unwrap(ops_for(gpu.numerics("cuda-fp32")).matmul(a, b))
     assert bits(trt) == bits([[(1 + T) + 3.0]])  # exact products of TF32 inputs, fp32 sum
     assert bits(native) == bits(a @ b)
 
@@ -112,15 +117,19 @@ def test_every_entry_cited_and_parameters_documented(gpu: A100Device) -> None:
 
 
 def test_overrides_are_checked(gpu: A100Device) -> None:
-    with pytest.raises(UsageError, match="settable: exp_ulps, gather_as_matmul, tf32_rounding"):
+    with pytest.raises(UsageError, match="settable: exp_ulps, fma_contraction, gather_as_matmul, tf32_rounding"):
         gpu.numerics("tensorrt", {"tf32_bits": 9})
     with pytest.raises(UsageError, match="must be one of nearest-away, nearest-even, toward-zero"):
         gpu.numerics("tensorrt", {"tf32_rounding": "stochastic"})
-    with pytest.raises(UsageError, match=r"settable: exp_ulps$"):
+    with pytest.raises(UsageError, match=r"settable: div_ulps, exp_ulps, fma_contraction$"):
         gpu.numerics("cuda-fp32", {"gather_as_matmul": True})
+    with pytest.raises(UsageError, match="div_ulps' of device 'a100' must be >= 0"):
+        gpu.numerics("cuda-fp32", {"div_ulps": -1})
+    with pytest.raises(UsageError, match="fma_contraction' of device 'a100' is true or false"):
+        gpu.numerics("cuda-fp32", {"fma_contraction": "sometimes"})
     noisy = gpu.numerics("cuda-fp32", {"exp_ulps": 2})
     assert not noisy.is_native() and noisy.op(OpClass.EXP).error.ulps == 2.0
-    assert noisy.parameters == {"exp_ulps": 2.0}
+    assert noisy.parameters == {"exp_ulps": 2.0, "div_ulps": 1.0, "fma_contraction": True}
 
 
 def test_probe_gives_a_reason(gpu: A100Device) -> None:
@@ -176,13 +185,17 @@ def test_emulated_leaky_ring_stays_close_to_cpu(gpu: A100Device) -> None:
 
 
 def test_emulated_io_ehh_tf32_gap_junctions(gpu: A100Device) -> None:
-    """cuda-fp32 reproduces the CPU's fp32 bits; TF32 gap junctions move V by a small, nonzero amount."""
+    """cuda-fp32 (FMA, libdevice exp, div.full) and TF32 gap junctions move V by a small, nonzero amount."""
     kernel = IoEhhKernel()
     wl = kernel.make_workload(64, seed=1)
     inputs = kernel.default_inputs(wl)
     ref = CpuDevice().executor_for(kernel, wl, engine="numpy").run(wl.state0, inputs, 1).probes
     cuda = gpu.executor_for(kernel, wl, mode="cuda-fp32", engine="numpy").run(wl.state0, inputs, 1).probes
-    assert bits(cuda) == bits(ref)
+    assert 0 < np.max(np.abs(cuda - ref)) < 1e-3  # fp32 noise after 1 ms, not a bit-identical copy
+    plain = {"exp_ulps": 0, "div_ulps": 0, "fma_contraction": False}
+    profile = gpu.numerics("cuda-fp32", plain)
+    same = gpu.executor_for(kernel, wl, mode="cuda-fp32", engine="numpy", profile=profile).run(wl.state0, inputs, 1)
+    assert bits(same.probes) == bits(ref)  # with every mechanism off, the CPU's bits
     trt = gpu.executor_for(kernel, wl, mode="tensorrt", engine="numpy").run(wl.state0, inputs, 1).probes
     deviation = np.max(np.abs(trt - ref))
     assert 0 < deviation < 0.05  # mV, after 1 ms

@@ -61,10 +61,15 @@ def test_overrides_rebuild_the_profile():
 @pytest.mark.parametrize(
     ("mode", "overrides", "message"),
     [
-        ("default", {"exp_bits": 8}, "settable: reduced_compare, reduced_mantissa_bits, reduced_rounding"),
+        (
+            "default",
+            {"exp_bits": 8},
+            "settable: reduced_compare, reduced_mantissa_bits, reduced_rounding, special_values",
+        ),
         ("default", {"reduced_mantissa_bits": 30}, "must be <= 23"),
         ("default", {"reduced_rounding": "up"}, "must be one of nearest-even, toward-zero"),
-        ("fp32-exact-vector", {"reduced_mantissa_bits": 8}, "no settable parameters"),
+        ("fp32-exact-vector", {"reduced_mantissa_bits": 8}, "settable: special_values"),
+        ("default", {"special_values": "wrap"}, "must be one of saturate, ieee"),
     ],
 )
 def test_bad_overrides_are_usage_errors(mode, overrides, message):

@@ -113,8 +113,14 @@ def test_every_entry_cited(chip: TpuV3Device) -> None:
 
 def test_overrides(chip: TpuV3Device) -> None:
     p = chip.numerics("high", {"exp_ulps": 4, "bf16_split": "nearest"})
-    assert p.parameters == {"exp_ulps": 4.0, "bf16_split": "nearest", "bf16_passes": 3}
-    with pytest.raises(UsageError, match="settable: bf16_split, exp_ulps"):
+    assert p.parameters == {
+        "exp_ulps": 4.0,
+        "bf16_split": "nearest",
+        "div_ulps": 0.0,
+        "fma_contraction": False,
+        "bf16_passes": 3,
+    }
+    with pytest.raises(UsageError, match="settable: bf16_split, div_ulps, exp_ulps, fma_contraction"):
         chip.numerics("high", {"bf16_passes": 6})  # the mode decides the passes
 
 

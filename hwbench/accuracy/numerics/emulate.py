@@ -11,7 +11,11 @@ the kernel plus integer rounding arithmetic that XLA fuses into the same loops.
 Semantics worth knowing (also in ``docs/profiles.md``):
 
 * Every *operation* is rounded, not every expression: ``a * b + c`` is a MUL rounding then an
-  ADD rounding, as on hardware without fused multiply-add. Operands are first rounded to the
+  ADD rounding, as on hardware without fused multiply-add — unless the profile has an ``fma``
+  entry (a contracting compiler): then a product feeding an addition or subtraction is fused
+  with it and rounded once, exactly (:func:`~hwbench.accuracy.numerics.native_fp32.fused_multiply_add`).
+  On the JAX engine XLA:CPU itself contracts single-use native products (the reference does
+  too); the numpy engine never does. Operands are first rounded to the
   op's ``input_format`` where one is set. Python float constants become carrier constants.
   Arithmetic among parameters or inputs alone (no state involved) runs natively.
 * ``x ** k`` with a Python ``int`` ``k`` is repeated multiplication (square-and-multiply, as
@@ -19,7 +23,11 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   is a DIV op. ``-x``, ``abs``, indexing, ``stack`` are exact.
 * Stochastic rounding and error models draw counter-based random bits keyed by (seed, global
   step from ``begin_step``, op sequence number within the step, element index): reproducible,
-  independent of evaluation order, and the same on numpy and JAX.
+  independent of evaluation order, and the same on numpy and JAX. Error models also key by the
+  device and the function (exp, log, div), so no two share a pattern.
+* ``special_values = "saturate"``: every result is saturated last (beyond the largest finite
+  value of its op's format -> that value, NaN -> 0), and counted as an overflow / non-finite
+  event of its op class.
 * ``lowering="one-hot-matmul"`` (gather class): gather rounds its source to the
   ``matmul_input`` format and gathers exactly (one 1.0 per one-hot row, so the product is
   exact); scatter-add rounds values to ``matmul_input`` and sums each target's terms in
@@ -37,6 +45,7 @@ Semantics worth knowing (also in ``docs/profiles.md``):
 from __future__ import annotations
 
 import numbers
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,8 +57,8 @@ from hwbench.accuracy.numerics.emulation_backend import Backend, backend_for, fl
 from hwbench.accuracy.numerics.event_counts import EventTally
 from hwbench.accuracy.numerics.fast_rounding import fast_rounder
 from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode, float_format
+from hwbench.accuracy.numerics.native_fp32 import fused_multiply_add, offset_ulps, saturate, stream_key, ulp_offsets
 from hwbench.accuracy.numerics.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
-from hwbench.accuracy.numerics.random_bits import uniform_bits
 from hwbench.accuracy.numerics.rounding import round_float
 from hwbench.core.errors import UsageError
 from hwbench.core.layout import neighbour_table as segment_table
@@ -152,6 +161,16 @@ def resolve_rules(profile: NumericsProfile, carrier: str) -> dict[OpClass, Rule]
     return rules
 
 
+def contracts(profile: NumericsProfile, rules: dict[OpClass, Rule], carrier: str) -> bool:
+    """Whether ``a * b + c`` is fused into one rounding: the profile has an ``fma`` entry, the
+    carrier is fp32 (the exact fusion needs binary64 beside it) and products and sums are the
+    carrier's own IEEE operations (a device that rounds them to a narrower format is not
+    modelled as contracting)."""
+    if OpClass.FMA not in profile.ops or carrier != "float32" or profile.carrier != "float32":
+        return False
+    return not rules[OpClass.MUL].active and not rules[OpClass.ADD].active
+
+
 class EmulationWrapper:
     """The ``ops_wrapper`` :func:`emulating_ops` returns; engines call it on their raw ops."""
 
@@ -163,7 +182,8 @@ class EmulationWrapper:
     def __call__(self, raw: Ops) -> Ops:
         carrier = _carrier_of(raw.dtype)
         rules = resolve_rules(self.profile, carrier)
-        if not any(rule.active for rule in rules.values()):
+        changes = self.profile.special_values != "ieee" or contracts(self.profile, rules, carrier)
+        if not changes and not any(rule.active for rule in rules.values()):
             return raw  # nothing to emulate: zero overhead
         return EmulatingOps(
             raw, self.profile, rules, backend_for(raw.name), carrier, counters=self.counters, seed=self.seed
@@ -234,6 +254,8 @@ class EmulatingOps:
         # position of the current array's first element in the array it is a part of (non-zero
         # only while a fused gather-map-scatter maps one pass): keys counter-based random bits
         self._index_offset = 0
+        self._contracts = contracts(profile, rules, carrier)
+        self._saturating = profile.special_values == "saturate"
 
     def __getattr__(self, name: str) -> Any:
         # Engine-specific extras of the raw namespace (outside the Ops interface) stay reachable;
@@ -288,13 +310,13 @@ class EmulatingOps:
         return EmuArray(self._from_engine(self.raw.asarray(x)), self)
 
     def exp(self, x: Any) -> EmuArray:
-        return self._unary(OpClass.EXP, self.raw.exp, x)
+        return self._unary(OpClass.EXP, self.raw.exp, x, "exp")
 
     def log(self, x: Any) -> EmuArray:
-        return self._unary(OpClass.EXP, self.raw.log, x)
+        return self._unary(OpClass.EXP, self.raw.log, x, "log")
 
     def sqrt(self, x: Any) -> EmuArray:
-        return self._unary(OpClass.POW, self.raw.sqrt, x)
+        return self._unary(OpClass.POW, self.raw.sqrt, x, "sqrt")
 
     def power(self, x: Any, y: Any) -> EmuArray:
         if isinstance(y, int) and not isinstance(y, bool):
@@ -395,16 +417,53 @@ class EmulatingOps:
         return isinstance(x, (EmuArray, numbers.Number)) or self._be.is_array(x)
 
     def arith(self, cls: OpClass, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> EmuArray:
-        """``fn(a, b)`` computed with raw arrays and rounded as op class ``cls``."""
+        """``fn(a, b)`` computed with raw arrays and rounded as op class ``cls``.
+
+        Where the profile contracts (an ``fma`` entry), a product feeding an addition or a
+        subtraction is fused with it: one rounding (:meth:`_contract`).
+        """
+        if self._contracts and cls is OpClass.ADD:
+            fused = self._contract(fn, a, b)
+            if fused is not None:
+                return fused
         rule = self.rules[cls]
         (va, ta), (vb, tb) = self._operand(a), self._operand(b)
-        return self._finish(rule, fn(self._in(rule, va, ta), self._in(rule, vb, tb)), (va, vb))
+        ia, ib = self._in(rule, va, ta), self._in(rule, vb, tb)
+        out = self._finish(rule, fn(ia, ib), (va, vb), function=_FUNCTION_OF.get(fn, cls.value))
+        if self._contracts and cls is OpClass.MUL and fn is operator.mul:
+            out.prod = (ia, ib)
+        return out
 
     # --- internals -----------------------------------------------------------------------------
-    def _unary(self, cls: OpClass, fn: Callable[[Any], Any], x: Any) -> EmuArray:
+    def _contract(self, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> EmuArray | None:
+        """``a * b + c`` (or ``- c``, ``c +``, ``c -``) as one fused multiply-add, or None.
+
+        The first operand's product is fused when both are products (LLVM's DAG combiner tries
+        the left operand first); a product with several uses is fused at each (NVPTX, like every
+        target with aggressive FMA fusion, does not require a single use).
+        """
+        if fn is not operator.add and fn is not operator.sub:
+            return None
+        first = isinstance(a, EmuArray) and a.prod is not None
+        if not first and not (isinstance(b, EmuArray) and b.prod is not None):
+            return None
+        prod, other = (a, b) if first else (b, a)
+        assert isinstance(prod, EmuArray) and prod.prod is not None
+        x, y = prod.prod
+        c = self._value(other)
+        if fn is operator.sub:
+            if first:
+                c = -c  # a * b - c
+            else:
+                x = -x  # c - a * b = (-a) * b + c
+        fused = fused_multiply_add(self._be.xp, x, y, c)
+        inputs = (prod.raw, self._value(other))
+        return self._finish(self.rules[OpClass.FMA], fused, inputs, function="fma")
+
+    def _unary(self, cls: OpClass, fn: Callable[[Any], Any], x: Any, function: str = "") -> EmuArray:
         rule = self.rules[cls]
         v, tag = self._operand(x)
-        return self._finish(rule, fn(self._in(rule, v, tag)), (v,))
+        return self._finish(rule, fn(self._in(rule, v, tag)), (v,), function=function or cls.value)
 
     def _select(self, fn: Callable[[Any, Any], Any], x: Any, y: Any) -> EmuArray:
         """minimum / maximum / where (COMPARE): the result is one of the operands, exactly."""
@@ -469,16 +528,21 @@ class EmulatingOps:
         elementwise: bool = True,
         tag: FloatFormat | None = None,
         exact: bool = False,
+        function: str = "",
     ) -> EmuArray:
         """Round an op's carrier result per ``rule``, count its events, wrap it.
 
         ``exact``: the operation itself only moves or selects values (gather, where, minimum),
-        so it has events to count only when its result is rounded.
+        so it has events to count only when its result is rounded. ``function`` names the
+        error model's stream (exp and log of one class draw different patterns). Under a
+        saturating profile the result is saturated last (:func:`native_fp32.saturate`).
         """
         if not self._be.is_float(before):  # comparisons: booleans are exact
             return EmuArray(before, self)
-        after, tag = self._round_result(rule, before, tag)
-        if self._tally is not None and (rule.rounds or not exact):
+        after, tag = self._round_result(rule, before, tag, function=function or rule.cls.value)
+        if self._saturating:
+            after = saturate(self._be.xp, after, rule.max_value)
+        if self._tally is not None and (rule.rounds or not exact or self._saturating):
             self._count(rule, before, after, inputs, elementwise=elementwise)
         return EmuArray(after, self, tag)
 
@@ -524,7 +588,9 @@ class EmulatingOps:
                     return False
         return True
 
-    def _round_result(self, rule: Rule, x: Any, tag: FloatFormat | None = None) -> tuple[Any, FloatFormat | None]:
+    def _round_result(
+        self, rule: Rule, x: Any, tag: FloatFormat | None = None, *, function: str = ""
+    ) -> tuple[Any, FloatFormat | None]:
         """``x`` rounded to the rule's result format, and the format the result is known to lie in."""
         if not rule.rounds or not self._be.is_float(x):
             return x, tag
@@ -532,22 +598,31 @@ class EmulatingOps:
         if fmt is not None and not (rule.error is None and tag is not None and representable_in(tag, fmt)):
             x = self._round_to(x, fmt, rule.mode, rule.random_bits)
         if rule.error is not None and rule.error_fmt is not None:
-            x = self._perturb(x, rule.error, rule.error_fmt)
+            x = self._perturb(x, rule.error, rule.error_fmt, function or rule.cls.value)
         return x, _tag_after(rule, tag)
 
-    def _perturb(self, y: Any, error: ErrorModel, fmt: FloatFormat) -> Any:
-        """Move ``y`` by a keyed offset uniform in [-ulps, ulps] ulp of ``fmt``, then round to it."""
+    def _perturb(self, y: Any, error: ErrorModel, fmt: FloatFormat, function: str) -> Any:
+        """Move ``y`` by ``k`` whole ulps of ``fmt``, ``k`` uniform on ``{-n..n}`` (n = floor(ulps)).
+
+        The stream is the device's own for this function (:func:`native_fp32.stream_key`). On the
+        carrier's own format the move is on the bit pattern (exact, a few integer operations);
+        on a narrower format ``y + k ulp`` is rounded to it.
+        """
+        n = int(error.ulps)
+        if n == 0:
+            return y
         be, xp, dt = self._be, self._be.xp, self._np_dtype
-        seed = self._next_seed(1, extra=(error.seed * 0x9E3779B1) & _M32)
-        bits = uniform_bits(seed, self._step, self._flat_index(y.shape), 24, xp=xp)
-        u = bits.astype(dt) * np.asarray(2.0**-23, dt) - np.asarray(1.0, dt)  # [-1, 1), exact
+        seed = self._next_seed(1, extra=stream_key(self.profile.device, function, error.seed))
+        k = ulp_offsets(seed, self._step, self._flat_index(y.shape), n, xp, dt)
+        if same_float_format(fmt, self._native):
+            return offset_ulps(xp, y, k)
         if fmt.emin >= self._native.emin:
             ulp = be.ulp(y, fmt.emin, fmt.mantissa_bits)
         else:
             e = xp.maximum(be.binade(y), fmt.emin)
             e = xp.where(y == 0, fmt.emin, e)
             ulp = be.ldexp(np.asarray(1.0, dt), e - fmt.mantissa_bits)
-        return self._round_to(y + u * np.asarray(error.ulps, dt) * ulp, fmt, _NEAREST, 32)
+        return self._round_to(y + k.astype(dt) * ulp, fmt, _NEAREST, 32)
 
     def _one_hot_sum(self, values: Any, index: Any, size: int) -> Any:
         """Scatter-add as a one-hot matrix product: per-target sums in connection order.
@@ -612,11 +687,18 @@ class EmulatingOps:
             if be.is_float(v):
                 f = be.isfinite(v) if elementwise else be.all_finite(v)
                 finite_in = f if finite_in is None else finite_in & f
-        finite_out = be.isfinite(after)
+        # under a saturating policy a special value is replaced after it was born: count the birth
+        finite_out = be.isfinite(before if self._saturating else after)
         nonfinite = ~finite_out if finite_in is None else ~finite_out & finite_in
+        if self._saturating:
+            nonfinite = nonfinite & xp.isnan(before)  # invalid (0/0): replaced by 0
         underflow = (before != 0) & (after == 0) if rule.rounds else None
         fmt = rule.fmt
-        if isinstance(fmt, FixedFormat) or (isinstance(fmt, FloatFormat) and not _overflows_to_inf(fmt)):
+        if self._saturating:  # a result beyond the range (inf included) saturated to the largest finite
+            overflow = (xp.abs(before) > np.asarray(rule.max_value, dtype=self._np_dtype)) & ~xp.isnan(before)
+            if finite_in is not None:
+                overflow = overflow & finite_in
+        elif isinstance(fmt, FixedFormat) or (isinstance(fmt, FloatFormat) and not _overflows_to_inf(fmt)):
             # saturating / NaN-on-overflow formats: a finite result beyond the range was clamped
             limit = np.asarray(rule.max_value, dtype=self._np_dtype)
             overflow = (xp.abs(before) > limit) & (~finite_out | (xp.abs(after) == limit))
@@ -627,6 +709,7 @@ class EmulatingOps:
         self._tally.record(_EVENT_NAMES[rule.cls], (overflow, underflow, nonfinite), tuple(after.shape))
 
 
+_FUNCTION_OF: dict[Any, str] = {operator.truediv: "div", operator.pow: "pow"}
 _EVENT_NAMES = {c: tuple(f"{c.value}.{e}" for e in EVENTS) for c in OpClass}
 
 

@@ -64,7 +64,7 @@ def _logical(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable
 class EmuArray:
     """An engine array (``raw``) bound to the emulating ops that round operations on it."""
 
-    __slots__ = ("_ops", "fmt", "raw")
+    __slots__ = ("_ops", "fmt", "prod", "raw")
     # numpy: defer every ufunc and operator to our reflected methods (``ndarray * EmuArray``
     # must land in ``EmuArray.__rmul__``, not in an object-array loop).
     __array_ufunc__ = None
@@ -76,6 +76,9 @@ class EmuArray:
         # A float format every value is known to be representable in (the last rounding's),
         # so a later rounding onto a format containing it can be skipped; None: unknown.
         self.fmt = fmt
+        # The raw operands when this is a product a contracting compiler may fuse into a
+        # following addition (``a * b + c`` rounded once); None otherwise.
+        self.prod: tuple[Any, Any] | None = None
 
     # --- arithmetic (rounded per op class) ------------------------------------------------
     __add__ = _binary(OpClass.ADD, operator.add)

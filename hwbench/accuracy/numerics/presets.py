@@ -41,7 +41,9 @@ __all__ = [
     "STUDY",
     "Knob",
     "cpu_profile",
+    "error_op",
     "faithful_exp",
+    "fma_op",
     "knob_notes",
     "native_profile",
     "resolve_knobs",
@@ -130,12 +132,13 @@ EXP_ULPS_MAX = float(2**23)
 
 
 def faithful_exp(ulps: float, *, source: str, confidence: Confidence, seed: int = 0) -> OpNumerics:
-    """``exp``/``log`` results in fp32 moved by a pseudo-random offset of up to ``ulps`` ulp.
+    """``exp``/``log`` results in fp32 moved by a pseudo-random whole number of ulps, at most ``ulps``.
 
-    This is how a profile says "this chip's transcendental unit is an approximation of known
-    (or assumed) accuracy but unknown formula": the error is reproducible for a seed but not
-    the chip's own error pattern, so results show the *sensitivity* of a kernel to such
-    errors, not the chip's exact trajectory.
+    The offset ``k`` is uniform on ``{-n, ..., n}`` with ``n = floor(ulps)``, drawn from the
+    device's own stream for each function. This is how a profile says "this chip's
+    transcendental unit is an approximation of known (or assumed) accuracy but unknown
+    formula": the error is reproducible for a seed but not the chip's own error pattern, so
+    results show the *sensitivity* of a kernel to such errors, not the chip's exact trajectory.
     """
     return OpNumerics(
         format="fp32",
@@ -144,6 +147,18 @@ def faithful_exp(ulps: float, *, source: str, confidence: Confidence, seed: int 
         source=source,
         confidence=confidence,
     )
+
+
+def error_op(ulps: float, *, source: str, confidence: Confidence, seed: int = 0) -> OpNumerics:
+    """An fp32 op class (division, pow) whose results are the reference's moved by up to
+    ``floor(ulps)`` whole ulps (:func:`hwbench.accuracy.numerics.native_fp32.offset_ulps`)."""
+    return faithful_exp(ulps, source=source, confidence=confidence, seed=seed)
+
+
+def fma_op(*, source: str, confidence: Confidence) -> OpNumerics:
+    """The ``fma`` entry: the device's compiler contracts ``a * b + c`` into one fused
+    multiply-add, rounded once to fp32 (emulated exactly; see ``docs/numerics.md``)."""
+    return OpNumerics(format="fp32", source=source, confidence=confidence)
 
 
 # ------------------------------------------------------------------------------------ knobs

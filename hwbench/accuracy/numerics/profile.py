@@ -61,9 +61,11 @@ _RANK = {Confidence.MEASURED: 0, Confidence.DOCUMENTED: 1, Confidence.ASSUMED: 2
 class ErrorModel(BaseModel):
     """A result error beyond correct rounding, as for approximate transcendental units.
 
-    ``faithful-ulp``: the correctly rounded result is moved by a deterministic pseudo-random
-    offset drawn uniformly from ``[-ulps, +ulps]`` ulp of the op's format (keyed by seed, step,
-    op and element, so runs are reproducible) and rounded to the format again (nearest-even).
+    ``faithful-ulp``: the op's result (the reference's own, rounded to the op's format) is moved
+    by ``k`` whole ulps of that format, ``k`` uniform on ``{-n, ..., n}`` with ``n = floor(ulps)``
+    (so ``|result - reference| <= n`` ulp, always), drawn from a counter-based stream keyed by the
+    run seed, the device and the function (exp, log, div: each its own), the step, the op and
+    the element, so runs are reproducible and two devices never share an error pattern.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -219,7 +221,10 @@ class NumericsProfile(BaseModel):
     """A device mode's arithmetic, op class by op class, with sources (see the module docstring).
 
     ``carrier`` is the IEEE type the emulation computes in: every format in ``ops`` must fit it
-    (checked), and op classes not listed are rounded as the carrier rounds. ``parameters`` are
+    (checked), and op classes not listed are rounded as the carrier rounds. An ``fma`` entry says
+    the device's compiler contracts ``a * b + c`` into one fused multiply-add (rounded once).
+    ``special_values``: ``ieee`` (overflow gives infinity, 0/0 NaN) or ``saturate`` (every result
+    beyond the largest finite value of its op's format becomes that value, an invalid one 0). ``parameters`` are
     the documented knobs the profile was built from (e.g. an assumed exponent-unit width), so a
     report can show them and a user can rebuild the profile with other values.
     """
@@ -233,6 +238,7 @@ class NumericsProfile(BaseModel):
     description: str = ""
     carrier: Literal["float32", "float64"] = "float32"
     ops: dict[OpClass, OpNumerics] = {}
+    special_values: Literal["ieee", "saturate"] = "ieee"
     parameters: dict[str, Any] = {}
     notes: list[str] = []
 
@@ -271,7 +277,12 @@ class NumericsProfile(BaseModel):
         return self.ops.get(OpClass(cls))
 
     def is_native(self) -> bool:
-        """True when the profile changes nothing: every entry is the carrier's own arithmetic."""
+        """True when the profile changes nothing: every entry is the carrier's own arithmetic.
+
+        A contraction (``fma`` entry) or a saturating special-value policy changes results.
+        """
+        if OpClass.FMA in self.ops or self.special_values != "ieee":
+            return False
         return all(op.is_identity_on(self.carrier) for op in self.ops.values())
 
     def confidence(self) -> Confidence | None:

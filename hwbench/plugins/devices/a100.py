@@ -33,7 +33,9 @@ from hwbench.accuracy.numerics.presets import (
     STUDY_TABLE,
     XLA_CPU_NOTE,
     Knob,
+    error_op,
     faithful_exp,
+    fma_op,
     knob_notes,
     native_profile,
 )
@@ -63,6 +65,24 @@ TRT_TF32 = (
 PTX_CVT = "NVIDIA PTX ISA, cvt.rna.tf32.f32 (sm_80: the fp32 -> TF32 conversion rounds to nearest, ties away)"
 CUDA_EXPF = "CUDA C++ Programming Guide, Mathematical Functions: expf maximum error 2 ulp"
 JAX_PRECISION = "JAX jax_default_matmul_precision / lax.Precision.HIGHEST: fp32 matrix products, no TF32"
+CUDA_MATH = (
+    "CUDA C++ Programming Guide, Mathematical Functions, single precision: expf 2 ulp, logf 1 ulp (maximum "
+    "error over the full range)"
+)
+XLA_GPU_DIV = (
+    "XLA GPU back end (tensorflow/compiler/xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc, as in TF 2.11): "
+    "'-nvptx-prec-divf32=1' ('Use div.full'); NVIDIA PTX ISA, div.full.f32: maximum error 2 ulp over the full range"
+)
+PTX_FMA = (
+    "NVIDIA PTX ISA, add/sub/mul (floating point): 'mul/add sequences with no rounding modifiers may be optimized "
+    "to use fused-multiply-add instructions on the target device' (ptxas --fmad=true is the default); LLVM's NVPTX "
+    "back end, which XLA uses, also contracts fmul+fadd when optimizing (nvptx-fma-level 2: aggressive fusion, "
+    "products with several uses included)"
+)
+XLA_CPU_FMA = (
+    "XLA CPU compiler (CompilerTargetOptions: 'Always allow FMA fusion', AllowFPOpFusion = Fast) on an x86 host "
+    "with FMA: the JAX reference contracts a single-use a*b+c too (measured: scripts/measure_reference_libm.py)"
+)
 HBM_BYTES = 80 * 10**9
 
 MODES = ("cuda-fp32", "tensorrt", "tf32", "fp16", "bf16")
@@ -110,10 +130,48 @@ GATHER_AS_MATMUL = Knob(
     Confidence.ASSUMED,
     kind="bool",
 )
+CUDA_EXP_ULPS = Knob(
+    1.0,
+    "whole ulps (at most) by which fp32 exp/log results differ from the reference's, each element its own "
+    "offset from the a100's own stream per function. CUDA documents expf to 2 ulp and logf to 1 ulp; the JAX "
+    "reference's exp is itself within 1 ulp of correctly rounded (measured, docs/audit.md), so an offset of "
+    "1 keeps the modelled expf within its documented 2 ulp. What libdevice computes bit by bit is not modelled.",
+    f"{CUDA_MATH}; reference accuracy: measured (scripts/measure_reference_libm.py); value: derived",
+    Confidence.ASSUMED,
+    minimum=0.0,
+    maximum=EXP_ULPS_MAX,
+)
+DIV_ULPS = Knob(
+    1.0,
+    "whole ulps (at most) by which fp32 division results differ from the reference's correctly rounded one. "
+    "XLA compiles f32 division on NVIDIA GPUs to PTX div.full.f32 (documented maximum error 2 ulp), so an "
+    "offset of 1 on top of the reference's 0.5 ulp keeps it within 2 ulp; 0 models IEEE div.rn.",
+    f"{XLA_GPU_DIV}; value: derived",
+    Confidence.DOCUMENTED,
+    minimum=0.0,
+    maximum=EXP_ULPS_MAX,
+)
+FMA_CONTRACTION = Knob(
+    True,
+    "a*b+c (and a*b-c, c-a*b) fused into one fused multiply-add, rounded once, wherever a product feeds an "
+    "addition, products with several uses included. The JAX reference on an x86 CPU with FMA contracts "
+    "single-use products too (XLA:CPU), so the two differ where the product has several uses or the compilers "
+    "pick different operands; which products NVCC/ptxas fuse exactly is not published.",
+    f"{PTX_FMA}; {XLA_CPU_FMA}",
+    Confidence.DOCUMENTED,
+    kind="bool",
+)
+CUDA_FP32_KNOBS: dict[str, Knob] = {"exp_ulps": CUDA_EXP_ULPS, "div_ulps": DIV_ULPS, "fma_contraction": FMA_CONTRACTION}
 KNOBS: dict[str, dict[str, Knob]] = {
-    "cuda-fp32": {"exp_ulps": EXP_ULPS},
-    "tensorrt": {"tf32_rounding": TF32_ROUNDING, "gather_as_matmul": GATHER_AS_MATMUL, "exp_ulps": EXP_ULPS},
-    **{mode: {"exp_ulps": EXP_ULPS} for mode in TENSOR_CORE_MODES},
+    "cuda-fp32": CUDA_FP32_KNOBS,
+    "tensorrt": {
+        "tf32_rounding": TF32_ROUNDING,
+        "gather_as_matmul": GATHER_AS_MATMUL,
+        "exp_ulps": EXP_ULPS,
+        "fma_contraction": FMA_CONTRACTION,
+    },
+    # the tensor-core modes' elementwise arithmetic is CUDA fp32's, as in cuda-fp32
+    **{mode: CUDA_FP32_KNOBS for mode in TENSOR_CORE_MODES},
 }
 
 
@@ -177,6 +235,10 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     ops: dict[OpClass, OpNumerics] = {}
     if values["exp_ulps"] > 0:
         ops[OpClass.EXP] = faithful_exp(values["exp_ulps"], source=CUDA_EXPF, confidence=Confidence.ASSUMED)
+    if values.get("div_ulps", 0) > 0:
+        ops[OpClass.DIV] = error_op(values["div_ulps"], source=XLA_GPU_DIV, confidence=Confidence.DOCUMENTED)
+    if values["fma_contraction"]:
+        ops[OpClass.FMA] = fma_op(source=PTX_FMA, confidence=Confidence.DOCUMENTED)
     notes = knob_notes(knobs, values)
     if mode == "cuda-fp32":
         return _cuda_fp32_profile(values, ops, notes)
@@ -219,12 +281,18 @@ def _tensor_core_profile(
 
 
 def _cuda_fp32_profile(values: dict[str, Any], ops: dict[OpClass, OpNumerics], notes: list[str]) -> NumericsProfile:
-    """CUDA fp32: IEEE elementwise and fp32 matrix products; only the exp knob departs from native."""
+    """CUDA fp32: IEEE +, -, *, contracted a*b+c, libdevice exp, div.full division, fp32 matrix products."""
     mode = "cuda-fp32"
-    description = "CUDA fp32 on the A100: IEEE fp32 elementwise, fp32 matrix products (TF32 disabled)"
+    description = (
+        "CUDA fp32 on the A100 through XLA: FMA contraction, approximate exp and division within CUDA's "
+        "documented bounds, fp32 matrix products (TF32 disabled)"
+    )
     notes = [
-        "Elementwise +, -, *, / are IEEE fp32 with round to nearest even on the CUDA cores; confidence: "
-        "documented (CUDA C++ Programming Guide, Floating-Point Standard).",
+        "Elementwise +, -, * are IEEE fp32 with round to nearest even on the CUDA cores; confidence: "
+        "documented (CUDA C++ Programming Guide, Floating-Point Standard). Division is div.full.f32 (parameter "
+        "div_ulps), a*b+c is contracted (parameter fma_contraction).",
+        "Subnormals are kept: XLA's GPU back end flushes them only with --xla_gpu_ftz (default false); "
+        "confidence: documented (XLA debug option xla_gpu_ftz).",
         f"Matrix products in fp32, TF32 off ({JAX_PRECISION}; NVIDIA_TF32_OVERRIDE=0 does the same for "
         "NVIDIA libraries); confidence: documented.",
         XLA_CPU_NOTE,

@@ -37,7 +37,9 @@ from hwbench.accuracy.numerics.presets import (
     STUDY_TABLE,
     XLA_CPU_NOTE,
     Knob,
+    error_op,
     faithful_exp,
+    fma_op,
     knob_notes,
     native_profile,
 )
@@ -77,6 +79,10 @@ SEED_NOTE = (
     "IPU stochastic rounding draws from a per-device hardware seed; results repeat only with a fixed seed and "
     "deterministic workers (TF IPU: reset_ipu_seed, target.deterministicWorkers=portable)"
 )
+POPLAR_MATH = (
+    "Graphcore Poplar and PopLibs documentation (popops elementwise operations, IPU instruction set): no "
+    "accuracy figure for fp32 exp/log or division and no contraction rule are published"
+)
 SRAM_BYTES = 900 * 10**6
 USABLE_FRACTION = 0.5  # assumption: code, exchange buffers and per-tile fragmentation take the rest
 
@@ -85,13 +91,34 @@ FP16_CLIP = FloatFormat(name="fp16-clip", mantissa_bits=10, emin=-14, emax=15, o
 FP16_NANOO = FloatFormat(name="fp16-nanoo", mantissa_bits=10, emin=-14, emax=15, special="fn")
 
 EXP_ULPS = Knob(
-    0.0,
-    "extra +-k ulp error on fp32 exp/log. Graphcore publishes no accuracy figure for its fp32 transcendentals; "
-    "the study found the IPU closest to the CPU of all platforms, so none is added by default.",
-    f"{STUDY}; value: assumption",
+    1.0,
+    "whole ulps (at most) by which fp32 exp/log results differ from the reference's, each element its own "
+    "offset from the ipu's own stream per function. The IPU computes exp with Poplar's own code (the IPU's "
+    "instruction set has its own transcendental instructions), not XLA:CPU's, so its results cannot match the "
+    "reference bit for bit; Graphcore publishes no accuracy figure. 1 ulp is the smallest difference another "
+    "faithful implementation makes (the study found the IPU the closest platform to the CPU, 0.087 mV).",
+    f"{POPLAR_MATH}; {STUDY}; value: assumption",
     Confidence.ASSUMED,
     minimum=0.0,
     maximum=EXP_ULPS_MAX,
+)
+DIV_ULPS = Knob(
+    0.0,
+    "whole ulps (at most) by which fp32 division results differ from the reference's correctly rounded one. "
+    "Graphcore publishes no fp32 division accuracy; 0 (IEEE) unless set.",
+    f"{POPLAR_MATH}; value: assumption",
+    Confidence.ASSUMED,
+    minimum=0.0,
+    maximum=EXP_ULPS_MAX,
+)
+FMA_CONTRACTION = Knob(
+    False,
+    "a*b+c fused into one rounding. Graphcore publishes no contraction rule for Poplar's fp32 elementwise "
+    "code; off (each op rounded) unless set. The JAX reference on an x86 host contracts single-use products "
+    "(XLA:CPU), so 'off' is only exact on the numpy engine: see docs/numerics.md.",
+    f"{POPLAR_MATH}; value: assumption",
+    Confidence.ASSUMED,
+    kind="bool",
 )
 NANOO = Knob(
     False,
@@ -109,7 +136,7 @@ PARTIALS = Knob(
     choices=("float", "half"),
 )
 KNOBS: dict[str, dict[str, Knob]] = {
-    "fp32": {"exp_ulps": EXP_ULPS},
+    "fp32": {"exp_ulps": EXP_ULPS, "div_ulps": DIV_ULPS, "fma_contraction": FMA_CONTRACTION},
     "fp16-sr": {"nanoo": NANOO, "partials": PARTIALS},
 }
 SR_CLASSES = (OpClass.ADD, OpClass.MUL, OpClass.FMA, OpClass.DIV, OpClass.EXP, OpClass.POW, OpClass.GATHER)
@@ -127,7 +154,8 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
 def _fp32_profile(mode: str, values: dict[str, Any], notes: list[str]) -> NumericsProfile:
     """IEEE fp32 (the study's mode), with the optional faithful-exp error model."""
     notes = [
-        f"Every op class IEEE fp32, round to nearest even ({TF_IPU_FP}); confidence: documented.",
+        f"+, -, *, compare and store IEEE fp32, round to nearest even ({TF_IPU_FP}); confidence: documented. "
+        "exp/log and division per parameters exp_ulps / div_ulps, contraction per fma_contraction.",
         "The study ran fp32 with fast-math (IPUConfig optimizations.math.fast). Not emulated: it allows "
         f"reassociation and algebraic rewrites without accuracy guarantees ({TF_IPU_CONFIG}), but which fire "
         "depends on Graphcore's XLA and the graph; x / c -> x * (1/c) is already in the XLA CPU reference, "
@@ -136,15 +164,21 @@ def _fp32_profile(mode: str, values: dict[str, Any], notes: list[str]) -> Numeri
         XLA_CPU_NOTE,
         *notes,
     ]
-    description = "GC200 in IEEE fp32 (the study's mode; its fast-math rewrites not emulated)"
+    description = "GC200 in fp32 (the study's mode): Poplar's exp and division; fast-math rewrites not emulated"
+    ops: dict[OpClass, OpNumerics] = {}
     if values["exp_ulps"] > 0:
-        exp = {OpClass.EXP: faithful_exp(values["exp_ulps"], source=EXP_ULPS.source, confidence=Confidence.ASSUMED)}
+        ops[OpClass.EXP] = faithful_exp(values["exp_ulps"], source=EXP_ULPS.source, confidence=Confidence.ASSUMED)
+    if values["div_ulps"] > 0:
+        ops[OpClass.DIV] = error_op(values["div_ulps"], source=DIV_ULPS.source, confidence=Confidence.ASSUMED)
+    if values["fma_contraction"]:
+        ops[OpClass.FMA] = fma_op(source=FMA_CONTRACTION.source, confidence=Confidence.ASSUMED)
+    if ops:
         return NumericsProfile(
             name="ipu-fp32",
             device="ipu",
             mode=mode,
             description=description,
-            ops=exp,
+            ops=ops,
             parameters=values,
             notes=notes,
         )

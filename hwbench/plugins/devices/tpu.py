@@ -42,7 +42,9 @@ from hwbench.accuracy.numerics.presets import (
     STUDY_TABLE,
     XLA_CPU_NOTE,
     Knob,
+    error_op,
     faithful_exp,
+    fma_op,
     knob_notes,
     resolve_knobs,
 )
@@ -110,7 +112,29 @@ BF16_SPLIT = Knob(
     kind="choice",
     choices=("truncate", "nearest"),
 )
-KNOBS: dict[str, Knob] = {"exp_ulps": EXP_ULPS, "bf16_split": BF16_SPLIT}
+DIV_ULPS = Knob(
+    0.0,
+    "whole ulps (at most) by which fp32 division results differ from the reference's correctly rounded one. "
+    "Google publishes no accuracy for XLA:TPU's fp32 division; 0 (IEEE) unless set.",
+    f"{JAX_TPU_ACCURACY}; value: assumption",
+    Confidence.ASSUMED,
+    minimum=0.0,
+    maximum=EXP_ULPS_MAX,
+)
+FMA_CONTRACTION = Knob(
+    False,
+    "a*b+c fused into one rounding on the vector unit. Google publishes neither an fp32 FMA on the TPU v3 "
+    "vector unit nor a contraction rule for XLA:TPU; off (each op rounded) unless set.",
+    f"{JAX_TPU_ACCURACY}; value: assumption",
+    Confidence.ASSUMED,
+    kind="bool",
+)
+KNOBS: dict[str, Knob] = {
+    "exp_ulps": EXP_ULPS,
+    "bf16_split": BF16_SPLIT,
+    "div_ulps": DIV_ULPS,
+    "fma_contraction": FMA_CONTRACTION,
+}
 
 
 # ------------------------------------------------------------------------------ bf16 passes
@@ -224,6 +248,10 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         OpClass.EXP: faithful_exp(values["exp_ulps"], source=EXP_ULPS.source, confidence=Confidence.ASSUMED),
         OpClass.MATMUL_ACCUMULATE: OpNumerics(format="fp32", source=CLOUD_BF16, confidence=Confidence.DOCUMENTED),
     }
+    if values["div_ulps"] > 0:
+        ops[OpClass.DIV] = error_op(values["div_ulps"], source=DIV_ULPS.source, confidence=Confidence.ASSUMED)
+    if values["fma_contraction"]:
+        ops[OpClass.FMA] = fma_op(source=FMA_CONTRACTION.source, confidence=Confidence.ASSUMED)
     if passes == 1:
         ops[OpClass.MATMUL_INPUT] = OpNumerics(
             format=BF16_TPU,

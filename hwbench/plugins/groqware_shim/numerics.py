@@ -54,12 +54,30 @@ REDUCED_COMPARE = Knob(
     Confidence.ASSUMED,
     kind="bool",
 )
+STUDY_NO_NAN = (
+    f"{STUDY}, Sec. V (spike stress test): the GroqChip simulation 'settled on voltage deviation at a measured "
+    "maximum of 8.51e36 mV' and 'does not explode to infinity or NaN values, as observed with FP16'"
+)
+SPECIAL_VALUES = Knob(
+    "saturate",
+    "what a result beyond the largest finite value, or an invalid one, becomes. 'saturate': overflow (division "
+    "by zero included) gives the largest finite value of the op's format with its sign, and an invalid result "
+    "(0/0) gives 0, as a division computed by a saturating reciprocal (0 * max) gives; 'ieee': infinity and NaN. "
+    "Inferred from the study's observation of the chip: its diverged simulation stayed finite and bounded, "
+    "never inf or NaN, where an IEEE fp32 unit would have produced them. Nothing Groq published says how the "
+    "chip saturates, or what 0/0 gives.",
+    f"{STUDY_NO_NAN}; policy: inferred",
+    Confidence.ASSUMED,
+    kind="choice",
+    choices=("saturate", "ieee"),
+)
 KNOBS: dict[str, Knob] = {
     "reduced_mantissa_bits": REDUCED_MANTISSA_BITS,
     "reduced_rounding": REDUCED_ROUNDING,
     "reduced_compare": REDUCED_COMPARE,
+    "special_values": SPECIAL_VALUES,
 }
-MODE_KNOBS: dict[str, dict[str, Knob]] = {"default": KNOBS, "fp32-exact-vector": {}}
+MODE_KNOBS: dict[str, dict[str, Knob]] = {"default": KNOBS, "fp32-exact-vector": {"special_values": SPECIAL_VALUES}}
 
 
 # ---------------------------------------------------------------------------------- profile
@@ -83,8 +101,10 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         "Vector unit: additions and multiplications in IEEE fp32 (study, Sec. IV); confidence: documented.",
         "Matrix unit: gather/scatter-add lowered to one-hot matrix products, inputs rounded to fp16, fp32 "
         "accumulation in ascending connection order (study; TSP paper); confidence: documented.",
-        "Not modelled: subnormal and overflow behaviour of the reduced format beyond IEEE conventions, and "
-        "approximation errors of the exp unit beyond the rounding to the reduced width.",
+        f"Special values: {values['special_values']} (parameter special_values; inferred from the study's "
+        "observation that the diverged simulation stayed finite, never inf or NaN); confidence: assumed.",
+        "Not modelled: subnormal behaviour of the reduced format beyond IEEE conventions, and approximation "
+        "errors of the exp unit beyond the rounding to the reduced width.",
         "The GroqChip ran a tf2onnx export in which TensorFlow's grappler had turned x / c by a constant into "
         "x * (1/c), an IEEE multiplication on the chip; the emulate route rounds the kernel's source as written "
         "(a DIV), the groqware route the exported graph (a MUL) — see docs/devices/groq.md.",
@@ -132,6 +152,7 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         mode=mode,
         description=description,
         ops=ops,
+        special_values=values["special_values"],
         parameters=dict(values),
         notes=[*notes, *knob_notes(MODE_KNOBS[mode], values)],
     )

@@ -1,0 +1,311 @@
+"""Issue 30: what makes native fp32 differ from the CPU, as the emulating ops compute it.
+
+* FMA contraction is ``a * b + c`` rounded once, bit for bit (checked against exact rational
+  arithmetic rounded by gmpy2, on random operands and on the double-rounding traps that a plain
+  binary64 sum falls into), on numpy and under ``jax.jit``, and the emulating namespace fuses
+  exactly the patterns it documents;
+* the error models' offsets never exceed their bound, are uniform on ``{-n..n}`` and independent
+  across elements and steps (6-sigma statistical checks over >= 10^6 draws, fixed seeds, so they
+  are deterministic), and every device and function draws its own stream;
+* the saturating special-value policy, and the words forensics use for it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from fractions import Fraction
+from typing import Any
+
+import gmpy2
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hwbench.accuracy.checks import explain
+from hwbench.accuracy.numerics.emulate import emulating_ops
+from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
+from hwbench.accuracy.numerics.native_fp32 import (
+    fused_multiply_add,
+    offset_ulps,
+    saturate,
+    stream_key,
+    ulp_offsets,
+)
+from hwbench.accuracy.numerics.profile import Confidence, ErrorModel, NumericsProfile, OpNumerics
+from hwbench.core.engines.numpy_engine import NumpyOps
+from hwbench.core.ops import OpClass
+from hwbench.plugins.devices.a100 import A100Device
+from hwbench.plugins.devices.ipu import IpuDevice
+from hwbench.plugins.devices.tpu import TpuV3Device
+from hwbench.plugins.groqware_shim.numerics import build_profile as groq_profile
+from hwbench.plugins.groqware_shim.numerics import default_profile as groq_default
+
+SIGMAS = 6.0
+FP32 = gmpy2.context(precision=24, emin=-148, emax=128, subnormalize=True)
+MAX32 = float(np.finfo(np.float32).max)
+
+
+def exact_fma(a: float, b: float, c: float) -> float:
+    """``a * b + c`` with exact rationals, rounded once to binary32 (nearest, ties to even) by gmpy2."""
+    q = Fraction(a) * Fraction(b) + Fraction(c)
+    if q == 0:  # IEEE's sign of an exact zero: -0 only for (-0) + (-0), else +0 (round to nearest)
+        negative = a * b == 0 and c == 0 and math.copysign(1, a) * math.copysign(1, b) < 0 and math.copysign(1, c) < 0
+        return -0.0 if negative else 0.0
+    with gmpy2.local_context(FP32):
+        r = gmpy2.mpfr(gmpy2.mpq(q.numerator, q.denominator))
+    return float(np.float32(float(r)))
+
+
+def f32_bits(x: Any) -> list[int]:
+    return np.asarray(x, np.float32).view(np.uint32).tolist()
+
+
+# ------------------------------------------------------------------------------ fused multiply-add
+# a * b lands exactly on a binary32 midpoint; a tiny c decides the rounding, but is far below
+# binary64's ulp of the sum: a binary64 sum rounds back onto the midpoint and the binary32
+# rounding then goes to even, wrongly for one sign of c (double rounding).
+_A = 1 + 2.0**-12  # (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: 2^-24 is half an ulp of 1
+TRAPS = [
+    (_A, _A, 2.0**-100),
+    (_A, _A, -(2.0**-100)),
+    (-_A, _A, 2.0**-100),
+    (_A, -_A, -(2.0**-100)),
+    (1 + 2.0**-23, 1 + 2.0**-23, -(2.0**-75)),
+    (3 * (1 + 2.0**-12), 1 + 2.0**-12, 2.0**-90),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "c"), TRAPS)
+def test_fma_is_rounded_once_even_where_binary64_double_rounds(a: float, b: float, c: float) -> None:
+    args = [np.array([v], np.float32) for v in (a, b, c)]
+    assert [float(v[0]) for v in args] == [a, b, c]  # exactly representable operands
+    want = exact_fma(a, b, c)
+    got = fused_multiply_add(np, *args)
+    assert f32_bits(got) == f32_bits([want])
+    jitted = jax.jit(lambda x, y, z: fused_multiply_add(jnp, x, y, z))(*args)
+    assert jitted.dtype == jnp.float32 and f32_bits(jitted) == f32_bits([want])
+
+
+def test_the_traps_are_real() -> None:
+    """A plain binary64 sum rounded to binary32 gets some of TRAPS wrong (so the tests above bite)."""
+    wrong = 0
+    for a, b, c in TRAPS:
+        naive = float(np.float32(np.float64(np.float32(a)) * np.float64(np.float32(b)) + np.float64(np.float32(c))))
+        wrong += naive != exact_fma(a, b, c)
+    assert wrong >= 2
+
+
+finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@given(finite32, finite32, finite32)
+def test_fma_equals_the_exact_rounding(a: float, b: float, c: float) -> None:
+    args = [np.array([v], np.float32) for v in (a, b, c)]
+    with np.errstate(over="ignore"):
+        want = exact_fma(a, b, c) if abs(Fraction(a) * Fraction(b) + Fraction(c)) < 2**128 else None
+        got = fused_multiply_add(np, *args)
+    if want is None:  # beyond binary32: infinity with the sign of the exact result
+        assert np.isinf(got[0])
+        return
+    assert f32_bits(got) == f32_bits([want])
+
+
+def test_fma_random_operands_numpy_and_jax_agree_bitwise() -> None:
+    rng = np.random.default_rng(30)
+    a, b, c = (rng.standard_normal(50_000).astype(np.float32) * 2.0 ** rng.integers(-20, 20, 50_000) for _ in "abc")
+    a, b, c = (v.astype(np.float32) for v in (a, b, c))
+    ref = fused_multiply_add(np, a, b, c)
+    assert f32_bits(jax.jit(lambda x, y, z: fused_multiply_add(jnp, x, y, z))(a, b, c)) == f32_bits(ref)
+    for i in range(0, 50_000, 997):  # a sample against the exact rounding
+        assert f32_bits(ref[i]) == f32_bits(exact_fma(float(a[i]), float(b[i]), float(c[i])))
+
+
+def _fma_profile(**extra: Any) -> NumericsProfile:
+    fma = OpNumerics(format="fp32", source="test", confidence=Confidence.ASSUMED)
+    return NumericsProfile(name="t", device="t", mode="m", ops={OpClass.FMA: fma}, **extra)
+
+
+def _ops(profile: NumericsProfile) -> Any:
+    ops = emulating_ops(profile)(NumpyOps(np.float32))
+    ops.begin_step(0)
+    return ops
+
+
+@pytest.mark.parametrize(
+    ("expr", "fused"),
+    [
+        (lambda a, b, c: a * b + c, lambda a, b, c: (a, b, c)),
+        (lambda a, b, c: c + a * b, lambda a, b, c: (a, b, c)),
+        (lambda a, b, c: a * b - c, lambda a, b, c: (a, b, -c)),
+        (lambda a, b, c: c - a * b, lambda a, b, c: (-a, b, c)),
+        (lambda a, b, c: a * b + c * a, lambda a, b, c: (a, b, c * a)),  # both products: the left one
+    ],
+    ids=["ab+c", "c+ab", "ab-c", "c-ab", "ab+ca"],
+)
+def test_the_emulation_contracts_the_documented_patterns(expr: Any, fused: Any) -> None:
+    rng = np.random.default_rng(7)
+    a, b, c = (rng.standard_normal(20_000).astype(np.float32) for _ in "abc")
+    ops = _ops(_fma_profile())
+    out = unwrap(expr(*(EmuArray(v, ops) for v in (a, b, c))))
+    assert f32_bits(out) == f32_bits(fused_multiply_add(np, *fused(a, b, c)))
+    separate = expr(a, b, c)
+    assert f32_bits(out) != f32_bits(separate)  # contraction changed some results
+
+
+def test_a_profile_without_fma_rounds_each_op_and_native_profiles_stay_native() -> None:
+    rng = np.random.default_rng(8)
+    a, b, c = (rng.standard_normal(1000).astype(np.float32) for _ in "abc")
+    plain = NumericsProfile(name="t", device="t", mode="m")
+    assert plain.is_native() and not _fma_profile().is_native()
+    assert not NumericsProfile(name="t", device="t", mode="m", special_values="saturate").is_native()
+    raw = emulating_ops(plain)(NumpyOps(np.float32))
+    assert isinstance(raw, NumpyOps)  # nothing to emulate: the engine's own ops
+    assert f32_bits(a * b + c) == f32_bits(a * b + c)
+
+
+# ---------------------------------------------------------------------------------- error models
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_offsets_are_uniform_on_minus_n_to_n_and_never_beyond(n: int) -> None:
+    draws = 1_200_000
+    k = ulp_offsets(99, 5, np.arange(draws), n, np, np.float32)
+    assert int(k.min()) == -n and int(k.max()) == n
+    counts = np.bincount(k + n, minlength=2 * n + 1)
+    p = 1 / (2 * n + 1)
+    sd = math.sqrt(draws * p * (1 - p))
+    assert np.all(np.abs(counts - draws * p) <= SIGMAS * sd), counts
+    assert abs(k.mean()) <= SIGMAS * math.sqrt(n * (n + 1) / 3 / draws)  # unbiased
+
+
+def test_offsets_are_independent_across_elements_and_steps() -> None:
+    draws = 1_000_000
+    idx = np.arange(draws)
+    k0 = ulp_offsets(7, 0, idx, 1, np, np.float32).astype(np.float64)
+    k1 = ulp_offsets(7, 1, idx, 1, np, np.float32).astype(np.float64)
+    bound = SIGMAS / math.sqrt(draws)
+    assert abs(np.corrcoef(k0, k1)[0, 1]) <= bound  # step to step
+    assert abs(np.corrcoef(k0[:-1], k0[1:])[0, 1]) <= bound  # neighbouring elements
+    pairs = np.bincount(((k0 + 1) * 3 + (k1 + 1)).astype(np.int64), minlength=9)  # joint distribution
+    sd = math.sqrt(draws / 9 * (8 / 9))
+    assert np.all(np.abs(pairs - draws / 9) <= SIGMAS * sd)
+    again = ulp_offsets(7, 1, idx, 1, np, np.float32)
+    assert np.array_equal(again, k1)  # deterministic for a seed
+
+
+def test_offsets_move_by_whole_steps_and_keep_sign_and_specials() -> None:
+    y = np.array([1.0, 2.0, 0.0, 1e-45, -3.0, MAX32, np.inf, np.nan], np.float32)
+    k = np.array([-1, -2, -1, -3, 2, 1, 1, 1], np.int32)
+    out = offset_ulps(np, y, k)
+    assert out[0] == np.nextafter(np.float32(1), np.float32(0))
+    assert out[1] == np.nextafter(np.nextafter(np.float32(2), np.float32(0)), np.float32(0))  # crosses a binade
+    assert out[2] == 0 and out[3] == 0 and not np.signbit(out[3])  # stops at zero
+    assert out[4] == np.nextafter(np.nextafter(np.float32(-3), np.float32(-4)), np.float32(-4))
+    assert out[5] == MAX32 and np.isinf(out[6]) and np.isnan(out[7])
+
+
+@pytest.mark.parametrize("engine", ["numpy", "jax"])
+def test_the_device_error_model_stays_within_its_bound(engine: str) -> None:
+    profile = IpuDevice().numerics("fp32", {"exp_ulps": 3})
+    x = np.linspace(-80, 80, 400_000, dtype=np.float32)
+    ref = np.exp(x) if engine == "numpy" else np.asarray(jax.jit(jnp.exp)(x))
+
+    def run(v: Any, raw: Any) -> Any:
+        ops = emulating_ops(profile)(raw)
+        ops.begin_step(0)
+        return unwrap(ops.exp(EmuArray(v, ops)))
+
+    if engine == "numpy":
+        out = run(x, NumpyOps(np.float32))
+    else:
+        from hwbench.core.engines.jax_engine import JaxOps
+
+        out = np.asarray(jax.jit(lambda v: run(v, JaxOps(np.float32)))(x))
+    steps = out.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64)
+    assert np.abs(steps).max() == 3
+    counts = np.bincount(steps + 3)
+    sd = math.sqrt(x.size * (1 / 7) * (6 / 7))
+    finite_nonzero = np.isfinite(ref) & (ref > 0) & (ref < MAX32)
+    assert finite_nonzero.mean() > 0.95
+    assert np.all(np.abs(counts - x.size / 7) <= SIGMAS * sd + (~finite_nonzero).sum()), counts
+
+
+def _exp_offsets(profile: NumericsProfile, function: str = "exp") -> np.ndarray:
+    x = np.linspace(-5, 5, 100_000, dtype=np.float32)
+    ops = emulating_ops(profile, seed=1)(NumpyOps(np.float32))
+    ops.begin_step(3)
+    fn = ops.exp if function == "exp" else ops.log
+    v = x if function == "exp" else np.abs(x) + 1
+    out = unwrap(fn(EmuArray(v, ops)))
+    ref = np.exp(v) if function == "exp" else np.log(v)
+    return out.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64)
+
+
+def test_every_device_and_function_has_its_own_stream() -> None:
+    """The issue's case: a100 and ipu with exp_ulps=2 gave the identical deviation (one stream)."""
+    a100 = A100Device().numerics("cuda-fp32", {"exp_ulps": 2, "fma_contraction": False, "div_ulps": 0})
+    ipu = IpuDevice().numerics("fp32", {"exp_ulps": 2})
+    tpu = TpuV3Device().numerics("default", {"exp_ulps": 2})
+    patterns = [_exp_offsets(p) for p in (a100, ipu, tpu)]
+    for i in range(3):
+        for j in range(i + 1, 3):
+            assert (patterns[i] == patterns[j]).mean() < 0.3  # independent: about 1/5 agree by chance
+    assert (_exp_offsets(ipu, "log") == patterns[1][:100_000]).mean() < 0.3
+    keys = {stream_key(d, f) for d in ("a100", "ipu", "tpu-v3", "groq") for f in ("exp", "log", "div", "pow")}
+    assert len(keys) == 16
+
+
+def test_error_model_bound_is_whole_ulps_of_the_knob() -> None:
+    assert ErrorModel(ulps=2.7).ulps == 2.7
+    ops = _ops(NumericsProfile(name="t", device="t", mode="m", ops={OpClass.DIV: _div(2.7)}))
+    x = np.full(200_000, 1.0, np.float32)
+    out = unwrap(ops.arith(OpClass.DIV, operator.truediv, EmuArray(x, ops), np.float32(3)))
+    steps = out.view(np.int32).astype(np.int64) - (x / np.float32(3)).view(np.int32).astype(np.int64)
+    assert set(np.unique(steps).tolist()) == {-2, -1, 0, 1, 2}
+
+
+def _div(ulps: float) -> OpNumerics:
+    return OpNumerics(format="fp32", error=ErrorModel(ulps=ulps), source="test", confidence=Confidence.ASSUMED)
+
+
+# ----------------------------------------------------------------------------- special values
+def test_saturate_policy() -> None:
+    x = np.array([np.inf, -np.inf, np.nan, 1.0, -MAX32], np.float32)
+    assert saturate(np, x, MAX32).tolist() == [MAX32, -MAX32, 0.0, 1.0, -MAX32]
+
+
+def test_groq_saturates_division_and_counts_it_as_overflow() -> None:
+    profile = groq_default()
+    assert profile.special_values == "saturate" and profile.parameters["special_values"] == "saturate"
+    reduced_max = profile.op(OpClass.DIV).resolved_format().max_value
+    ops = _ops(profile)
+    num = EmuArray(np.array([1.0, -2.0, 0.0, 3.0], np.float32), ops)
+    out = num / np.array([0.0, 0.0, 0.0, 1.5], np.float32)
+    assert unwrap(out).tolist() == [np.float32(reduced_max), -np.float32(reduced_max), 0.0, 2.0]
+    counts = dict(zip(ops.counter_names, ops.end_step().tolist(), strict=True))
+    assert counts["div.overflow"] == 2 and counts["div.nonfinite"] == 1
+    big = EmuArray(np.array([MAX32], np.float32), ops) * np.float32(4)
+    assert unwrap(big).tolist() == [MAX32]  # fp32 multiplication saturates at fp32's own maximum
+    ieee = _ops(groq_profile("default", {**profile.parameters, "special_values": "ieee"}))
+    out = EmuArray(np.array([1.0, 0.0], np.float32), ieee) / np.array([0.0, 0.0], np.float32)
+    assert np.isinf(unwrap(out)[0]) and np.isnan(unwrap(out)[1])
+
+
+def test_forensics_name_the_mechanism() -> None:
+    found = {
+        "t_ms": 1234.0,
+        "cell": 3,
+        "variable": "V_soma",
+        "kind": "voltage outside [-200, 200] mV",
+        "value": 8.5e36,
+        "counters": {"div.overflow": 2, "div.nonfinite": 1, "mul.overflow": 5},
+        "special_values": "saturate",
+    }
+    text = explain(found)
+    assert "saturated to the largest finite value in div (2 elements)" in text
+    assert "an invalid result (0/0) replaced by 0 in div (1 element)" in text
+    assert "saturated to the largest finite value in mul (5 elements)" in text
+    ieee = explain({**found, "special_values": "ieee", "value": float("nan"), "kind": "non-finite value"})
+    assert "overflowed to infinity in div (2 elements)" in ieee and "NaN or infinity born in div" in ieee
