@@ -46,8 +46,8 @@ def matmul_vec(model: MatrixUnitModel, a: np.ndarray, b: np.ndarray, c: np.ndarr
         m, n = a.shape[0], b.shape[1]
         rows = _reference_rows(model, np.repeat(a, n, axis=0), np.tile(b.T, (m, 1)), c.reshape(-1))
         return rows.reshape(m, n)
-    if backend == "jax" and _fast_path(model) and all(np.isfinite(x).all() for x in (a, b, c)):
-        return _fast_matmul(model, a, b, c)
+    if _fast_path(model) and all(np.isfinite(x).all() for x in (a, b, c)):
+        return _fast_matmul(model, a, b, c, backend)
     ab = _blocks(model, a)[:, :, None, :]  # (nb, M, 1, k)
     bb = _blocks(model, np.ascontiguousarray(b.T))[:, None, :, :]  # (nb, 1, N, k)
     return _run(model, ab, bb, c, backend)
@@ -100,7 +100,7 @@ def _jitted(model_json: str) -> Any:
     return jax.jit(run)
 
 
-# --- the GEMM fast path: NVIDIA-style units (c in the alignment, truncation), finite inputs ------
+# --- the GEMM fast path: NVIDIA-style units (c in the alignment, truncation), finite inputs ---
 # Each block is k passes over (M, N) slabs (one per product term) for the alignment exponent and
 # k more for the aligned integers: XLA fuses each set into one loop over the output, where the
 # general path builds (M, N, k) arrays. Same arithmetic, held to the reference by the tests.
@@ -118,15 +118,45 @@ def _fast_path(model: MatrixUnitModel) -> bool:
     )
 
 
-def _fast_matmul(model: MatrixUnitModel, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    import jax
-
+def _fast_matmul(model: MatrixUnitModel, a: np.ndarray, b: np.ndarray, c: np.ndarray, backend: str) -> np.ndarray:
     pad = (-a.shape[1]) % model.block_terms
     if pad:
         a = np.concatenate([a, np.zeros((a.shape[0], pad))], axis=1)
         b = np.concatenate([b, np.zeros((pad, b.shape[1]))], axis=0)
+    if backend == "numpy":
+        with np.errstate(all="ignore"):
+            ea, eb = _nonzero_exponent(np, model, a), _nonzero_exponent(np, model, b)
+            k, d = model.block_terms, c
+            for i in range(0, a.shape[1], k):
+                d = _fast_block(np, model, d, (a[:, i : i + k], ea[:, i : i + k]), (b[i : i + k], eb[i : i + k]))
+            return np.asarray(d, dtype=np.float64)
+    import jax
+
     with jax.enable_x64(True):
         return np.asarray(_fast_jitted(model.model_dump_json(exclude=_LABELS))(a, b, c))
+
+
+def _nonzero_exponent(xp: Any, model: MatrixUnitModel, x: Any) -> Any:
+    """Alignment exponents of the inputs, with zeros far below any real one (their products drop)."""
+    return xp.where(x != 0, _exponent(xp, x, model.input_float.emin), _NONE).astype(xp.int32)
+
+
+def _fast_block(xp: Any, model: MatrixUnitModel, d: Any, a: tuple[Any, Any], b: tuple[Any, Any]) -> Any:
+    """One block of the GEMM: a = (values, exponents) (M, k), b the same (k, N), d (M, N)."""
+    (va, ea), (vb, eb) = a, b
+    k = va.shape[1]
+    frac = ACCUMULATOR_FRACTION_BITS + model.extra_alignment_bits
+    top = ea[:, 0, None] + eb[0, None, :]
+    for j in range(1, k):
+        top = xp.maximum(top, ea[:, j, None] + eb[j, None, :])
+    c_exp = xp.where(d != 0, _exponent(xp, d, ACCUMULATOR_EMIN), _NONE)
+    top = xp.maximum(xp.maximum(top, c_exp), model.min_alignment_exponent)
+    scale = _pow2(xp, frac - top)
+    total = xp.trunc(d * scale)
+    for j in range(k):
+        total = total + xp.trunc(va[:, j, None] * vb[j, None, :] * scale)
+    new = _round_value(xp, model, total * _pow2(xp, top - frac), model.final_rounding)
+    return xp.where(xp.isinf(d), d, new)
 
 
 @lru_cache(maxsize=16)
@@ -135,27 +165,15 @@ def _fast_jitted(model_json: str) -> Any:
 
     model = MatrixUnitModel.model_validate_json(model_json)
     jnp, lax = jax.numpy, jax.lax
-    k, emin = model.block_terms, model.input_float.emin
-    frac = ACCUMULATOR_FRACTION_BITS + model.extra_alignment_bits
+    k = model.block_terms
 
     def run(a: Any, b: Any, c: Any) -> Any:
-        ea = jnp.where(a != 0, _exponent(jnp, a, emin), _NONE).astype(jnp.int32)
-        eb = jnp.where(b != 0, _exponent(jnp, b, emin), _NONE).astype(jnp.int32)
+        ea, eb = _nonzero_exponent(jnp, model, a), _nonzero_exponent(jnp, model, b)
 
         def body(d: Any, i: Any) -> tuple[Any, None]:
-            blk_a, blk_ea = lax.dynamic_slice_in_dim(a, i * k, k, 1), lax.dynamic_slice_in_dim(ea, i * k, k, 1)
-            blk_b, blk_eb = lax.dynamic_slice_in_dim(b, i * k, k, 0), lax.dynamic_slice_in_dim(eb, i * k, k, 0)
-            top = blk_ea[:, 0, None] + blk_eb[0, None, :]
-            for j in range(1, k):
-                top = jnp.maximum(top, blk_ea[:, j, None] + blk_eb[j, None, :])
-            c_exp = jnp.where(d != 0, _exponent(jnp, d, ACCUMULATOR_EMIN), _NONE)
-            top = jnp.maximum(jnp.maximum(top, c_exp), model.min_alignment_exponent)
-            scale = _pow2(jnp, frac - top)
-            total = jnp.trunc(d * scale)
-            for j in range(k):
-                total = total + jnp.trunc(blk_a[:, j, None] * blk_b[j, None, :] * scale)
-            new = _round_value(jnp, model, total * _pow2(jnp, top - frac), model.final_rounding)
-            return jnp.where(jnp.isinf(d), d, new), None
+            blk_a = lax.dynamic_slice_in_dim(a, i * k, k, 1), lax.dynamic_slice_in_dim(ea, i * k, k, 1)
+            blk_b = lax.dynamic_slice_in_dim(b, i * k, k, 0), lax.dynamic_slice_in_dim(eb, i * k, k, 0)
+            return _fast_block(jnp, model, d, blk_a, blk_b), None
 
         d, _ = lax.scan(body, c, jnp.arange(a.shape[1] // k))
         return d

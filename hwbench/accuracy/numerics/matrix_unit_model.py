@@ -67,8 +67,22 @@ class MatrixUnitModel(BaseModel, frozen=True):
     ``c_position``: ``alignment`` aligns ``c`` with the products; ``after`` adds it to the
     products' (unnormalised) sum in a second two-operand addition that rounds the smaller
     operand with ``late_rounding`` after giving the products ``late_extra_bits`` more bits
-    (AMD CDNA3). ``odd_even_grouping`` sums even- and odd-indexed products separately and adds
-    the two sums the same way (CDNA3 fp8).
+    (AMD CDNA3); ``after-rounded`` rounds the products' block sum toward zero onto the output
+    format, then adds ``c`` with one ``final_rounding`` (B200 fp8, fitted to its vectors).
+    ``odd_even_grouping`` sums even- and odd-indexed products separately and adds the two sums
+    the same way (CDNA3 fp8).
+
+    The other fields: ``alignment_rounding`` (``truncate``, or ``sticky``: one more bit below the
+    cut, set when any bit was lost); ``final_rounding`` (``toward-zero`` / ``nearest-even``);
+    ``c_zero_exponent`` (the exponent a zero ``c`` takes in a late addition; None: far below);
+    ``normalised_products`` (renormalise a product significand in [2, 4) to [1, 2) before
+    alignment); ``product_overflow_limit`` (a product of ``2^(emax_out + 1)`` or more makes the
+    block an infinity); ``subnormals_in`` / ``subnormals_out`` (``keep`` or ``flush`` the inputs /
+    results and ``c`` below the format's smallest normal); ``fp8_variant`` (``ocp``: e4m3fn and
+    e5m2; ``fnuz``: the bias-8 / bias-16 variants); ``pad_k`` (K not a whole number of blocks is
+    padded with zero products, else refused). ``source``, ``confidence`` and ``notes`` say where
+    the values come from (``notes`` maps a field name to its own citation where it differs).
+    Carries are never lost: the aligned integers are added exactly, as in every published model.
     """
 
     name: str = "custom"
