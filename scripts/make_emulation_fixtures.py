@@ -63,6 +63,15 @@ CASES: tuple[ModeCase, ...] = (
     ModeCase("groq", "default", counters=True),
     ModeCase("tpu-v3", "default", counters=True),
     ModeCase("ipu", "fp16-sr", counters=True),
+    # issue 29: tensor-core modes (io-ehh has no matrix product: they run its elementwise fp32)
+    ModeCase("a100", "tf32"),
+    ModeCase("a100", "fp16"),
+    ModeCase("a100", "bf16"),
+    ModeCase("h100", "tf32"),
+    ModeCase("h100", "fp16"),
+    ModeCase("h100", "bf16"),
+    ModeCase("h100", "fp8-e4m3"),
+    ModeCase("h100", "fp8-e5m2"),
 )
 
 

@@ -115,7 +115,8 @@ def test_devices_json_lists_cpu_and_the_accelerators(capsys: pytest.CaptureFixtu
     records = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert records["cpu"]["profiles"]["fp64"]["carrier"] == "float64"
     for name, modes in {
-        "a100": ["cuda-fp32", "tensorrt"],
+        "a100": ["cuda-fp32", "tensorrt", "tf32", "fp16", "bf16"],
+        "h100": ["tf32", "fp16", "bf16", "fp8-e4m3", "fp8-e5m2"],
         "tpu-v3": ["default", "high", "highest"],
         "ipu": ["fp32", "fp16-sr"],
     }.items():
