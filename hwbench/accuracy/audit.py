@@ -480,7 +480,7 @@ class Auditor:
 
     def _cache_keys(self, name: str, kernel: Kernel, base: list[Job]) -> CacheKeys:
         """The baseline cache's key of each base run (empty with the cache off)."""
-        if not self.settings.cache:
+        if self._baseline_cache() is None:
             return {}
         from hwbench.accuracy.baseline_cache import baseline_key
 
