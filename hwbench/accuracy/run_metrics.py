@@ -22,13 +22,19 @@ from hwbench.core.plugins import Registry
 from hwbench.core.results import Timing
 from hwbench.core.scenario import Trace
 
+Reports = dict[tuple[int, ...], dict[str, Any]]
+"""The kernel's structure and activity reports already computed in one audit, per workload and
+step count (a replay can take seconds; reference, gold and candidates share one workload)."""
 
-def run_metrics(registry: Registry, kernel: Kernel, workload: Workload, device: Device, trace: Trace) -> dict[str, Any]:
+
+def run_metrics(
+    registry: Registry, kernel: Kernel, workload: Workload, device: Device, trace: Trace, reports: Reports | None = None
+) -> dict[str, Any]:
     """Every registered run metric that applies to ``kernel``, for the run that produced ``trace``."""
     samples = int(np.shape(trace.probes)[0])
     steps = samples * kernel.info.sample_every * max(1, trace.refine)
     run = AuditRun(trace.execution, trace.detail, trace.run_s, trace.setup_s, steps)
-    return kernel_metrics(registry, kernel, workload, device, run)
+    return kernel_metrics(registry, kernel, workload, device, run, reports)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,12 @@ class AuditRun:
 
 
 def kernel_metrics(
-    registry: Registry, kernel: Kernel, workload: Workload, device: Device, run: AuditRun
+    registry: Registry,
+    kernel: Kernel,
+    workload: Workload,
+    device: Device,
+    run: AuditRun,
+    reports: Reports | None = None,
 ) -> dict[str, Any]:
     """Every registered run metric (``performance``, ``static``, ``workload``, ``energy``) that
     applies to ``kernel``, for ``run``; the errors of a metric or a kernel report under "errors"."""
@@ -54,18 +65,31 @@ def kernel_metrics(
         energy = published(run.run_s, device.spec.published_energy, device.name)
     else:
         energy = EnergyReading(status="not measured", seconds=run.run_s, method="the audit reads no energy counter")
-    data: dict[str, Any] = {"timing": timing, "workload": workload, "energy": energy}
-    errors: dict[str, str] = {}
-    for name in ("structure", "activity"):
-        try:
-            data[name] = kernel.activity(workload, run.steps) if name == "activity" else kernel.structure(workload)
-        except Exception as exc:  # a kernel whose report fails: the metrics that need it are left out
-            data[name] = None
-            errors[f"kernel.{name}"] = f"{exc.__class__.__name__}: {exc}"
+    key = (id(workload.arrays), id(workload.params), id(workload.state0), run.steps)
+    known = (reports if reports is not None else {}).get(key)
+    if known is None:
+        known = _reports(kernel, workload, run.steps)
+        if reports is not None:
+            reports[key] = known
+    errors: dict[str, str] = known["errors"]
+    data = {"timing": timing, "workload": workload, "energy": energy, "structure": known["structure"],
+            "activity": known["activity"]}  # fmt: skip
     found = evaluate(registry.metrics.values(), RUN_KINDS, kernel, **data)
     out: dict[str, Any] = dict(found.values)
     if found.errors or errors:
         out["errors"] = {**errors, **found.errors}
+    return out
+
+
+def _reports(kernel: Kernel, workload: Workload, steps: int) -> dict[str, Any]:
+    """The kernel's structure and activity reports (None where it gives none or its report fails)."""
+    out: dict[str, Any] = {"errors": {}}
+    for name in ("structure", "activity"):
+        try:
+            out[name] = kernel.activity(workload, steps) if name == "activity" else kernel.structure(workload)
+        except Exception as exc:  # a kernel whose report fails: the metrics that need it are left out
+            out[name] = None
+            out["errors"][f"kernel.{name}"] = f"{exc.__class__.__name__}: {exc}"
     return out
 
 

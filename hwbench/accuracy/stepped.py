@@ -28,7 +28,7 @@ import numpy as np
 
 from hwbench.accuracy.checks import state_checker
 from hwbench.accuracy.metrics import abs_deviation, deviation_metrics, spike_metrics, spike_steps, spike_window_mask
-from hwbench.accuracy.run_metrics import run_metrics
+from hwbench.accuracy.run_metrics import Reports, run_metrics
 from hwbench.accuracy.verdict import floor, judge, regime
 from hwbench.core.audit_protocol import AuditContext, AuditProtocol, AuditSettings, Candidate, ProtocolInfo
 from hwbench.core.audit_report import CandidateVerdict, ProtocolReport, Role, RunSummary, combine
@@ -309,11 +309,12 @@ class SteppedProtocol(AuditProtocol):
         """Every run but the reference against the reference; every run's own metrics (the kernel's)."""
         ref = traces["reference"]
         compared: dict[str, dict[str, Any]] = {}
+        reports: Reports = {}  # the kernel's reports, once per workload (the jobs keep theirs alive)
         for job in jobs:
             trace = traces[job.label]
             data.traces[job.label] = trace
             data.roles[job.label] = job.role
-            own = run_metrics(ctx.registry, kernel, job.workload, job.device, trace)
+            own = run_metrics(ctx.registry, kernel, job.workload, job.device, trace, reports)
             if job.role == "reference":
                 compared[job.label] = {"run": own}
                 continue

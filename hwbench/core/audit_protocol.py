@@ -150,3 +150,41 @@ class AuditProtocol(ABC):
     @abstractmethod
     def run(self, ctx: AuditContext) -> list[ProtocolReport]:
         """Run and judge every candidate; one report per scenario (a protocol may have several)."""
+
+
+class LazyProtocol(AuditProtocol):
+    """A protocol registered cheaply: its name and refusal rule now, the protocol itself (and the
+    modules it needs) imported on first use, so loading the registry, which every ``hwbench``
+    command does, does not pay for the audit machinery."""
+
+    def __init__(self, name: str, refusal: Callable[[Kernel], str | None], load: Callable[[], AuditProtocol]) -> None:
+        self._name = name
+        self._refusal = refusal
+        self._load = load
+        self._target: AuditProtocol | None = None
+
+    @property
+    def target(self) -> AuditProtocol:
+        if self._target is None:
+            self._target = self._load()
+        return self._target
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def info(self) -> ProtocolInfo:  # type: ignore[override]  # a class attribute on other protocols
+        return self.target.info
+
+    def refusal(self, kernel: Kernel) -> str | None:
+        return self._refusal(kernel)
+
+    def preflight(self, ctx: AuditContext) -> None:
+        self.target.preflight(ctx)
+
+    def planned_runs(self, ctx: AuditContext) -> list[tuple[str, float]]:
+        return self.target.planned_runs(ctx)
+
+    def run(self, ctx: AuditContext) -> list[ProtocolReport]:
+        return self.target.run(ctx)

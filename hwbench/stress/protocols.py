@@ -6,20 +6,31 @@ the spike-train protocol of spiking kernels.
 room above it (the dt refinement and forensics push numerics and live here), registers these
 through the same hook a third-party protocol uses. Each builds its scenario from the audited
 kernel's record (``KernelInfo.audit``), which says what the protocol needs of that kernel or why
-it does not apply.
+it does not apply. They register as :class:`~hwbench.core.audit_protocol.LazyProtocol`: the
+protocols and their machinery are imported when an audit first uses them, not on every start.
 """
 
 from __future__ import annotations
 
-from hwbench.accuracy.audit import Auditor, AuditSettings, BaseRuns, Progress
-from hwbench.accuracy.spike_train import SpikeTrainProtocol
-from hwbench.accuracy.stepped import SteppedProtocol
-from hwbench.accuracy.validation import validation
-from hwbench.core.audit_protocol import Compared, ProtocolInfo
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hwbench.core.audit_protocol import (
+    AuditProtocol,
+    AuditSettings,
+    BaseRuns,
+    Compared,
+    LazyProtocol,
+    Progress,
+    ProtocolInfo,
+)
 from hwbench.core.hookspecs import hookimpl
+from hwbench.core.kernel import Kernel
 from hwbench.core.plugins import Registry
-from hwbench.stress import forensics, refinement
-from hwbench.stress.stimulus import spike_stress
+
+if TYPE_CHECKING:
+    from hwbench.accuracy.audit import Auditor
+    from hwbench.accuracy.stepped import ScenarioFactory
 
 HWBENCH_CONTRACT = 3
 
@@ -48,8 +59,8 @@ _VERDICT = (
 _FORENSICS = "a hard-check violation replayed step by step from the last good checkpoint: step, cell, variable, op"
 
 
-def _stepped(name: str, summary: str, factory: object) -> SteppedProtocol:
-    info = ProtocolInfo(
+def _info(name: str, summary: str) -> ProtocolInfo:
+    return ProtocolInfo(
         name=name,
         summary=summary,
         applies_to=f"kernels whose record declares the {name} protocol (KernelInfo.audit.{name})",
@@ -60,25 +71,58 @@ def _stepped(name: str, summary: str, factory: object) -> SteppedProtocol:
         forensics=_FORENSICS,
         sources=["Landsmeer et al., Neurocomputing 2024 (specs/io-ehh.md)"],
     )
-    return SteppedProtocol(info, factory, refine=refinement.refined, forensics=forensics.replay)  # type: ignore[arg-type]
 
 
-VALIDATION = _stepped(
-    "validation",
-    "numerical validation: the network runs free, its probe compared sample by sample",
-    lambda settings, info: validation(info, seed=settings.seed, quick=settings.quick),
-)
-STRESS = _stepped(
-    "stress",
-    "spike stress test: pulses of input to random cells, spikes and voltages compared",
-    lambda settings, info: spike_stress(info, seed=settings.seed, quick=settings.quick),
-)
-SPIKE_TRAIN = SpikeTrainProtocol()
+def declared(name: str) -> Callable[[Kernel], str | None]:
+    """The refusal rule of a protocol whose facts the kernel declares in ``KernelInfo.audit``."""
+
+    def refusal(kernel: Kernel) -> str | None:
+        audit = kernel.info.audit
+        return None if audit.facts(name) is not None else audit.reason(name)
+
+    return refusal
+
+
+def _stepped(name: str, summary: str, scenario: ScenarioFactory) -> AuditProtocol:
+    from hwbench.accuracy.stepped import SteppedProtocol
+    from hwbench.stress import forensics, refinement
+
+    return SteppedProtocol(_info(name, summary), scenario, refine=refinement.refined, forensics=forensics.replay)
+
+
+def _validation() -> AuditProtocol:
+    from hwbench.accuracy.validation import validation
+
+    return _stepped(
+        "validation",
+        "numerical validation: the network runs free, its probe compared sample by sample",
+        lambda settings, info: validation(info, seed=settings.seed, quick=settings.quick),
+    )
+
+
+def _stress() -> AuditProtocol:
+    from hwbench.stress.stimulus import spike_stress
+
+    return _stepped(
+        "stress",
+        "spike stress test: pulses of input to random cells, spikes and voltages compared",
+        lambda settings, info: spike_stress(info, seed=settings.seed, quick=settings.quick),
+    )
+
+
+def _spike_train() -> AuditProtocol:
+    from hwbench.accuracy.spike_train import SpikeTrainProtocol
+
+    return SpikeTrainProtocol()
 
 
 @hookimpl
-def hwbench_audit_protocols() -> list[SteppedProtocol]:
-    return [VALIDATION, STRESS, SPIKE_TRAIN]
+def hwbench_audit_protocols() -> list[AuditProtocol]:
+    return [
+        LazyProtocol("validation", declared("validation"), _validation),
+        LazyProtocol("stress", declared("stress"), _stress),
+        LazyProtocol("spike-train", declared("spike-train"), _spike_train),
+    ]
 
 
 def standard_auditor(
@@ -89,4 +133,6 @@ def standard_auditor(
     base_runs: BaseRuns | None = None,
 ) -> Auditor:
     """The auditor with every registered protocol (kept for callers of the earlier API)."""
+    from hwbench.accuracy.audit import Auditor
+
     return Auditor(registry, settings, progress, base_runs=base_runs)

@@ -259,3 +259,22 @@ def test_first_divergence_is_the_earliest_differing_step(raster: np.ndarray, fli
     assert found["candidate_spiked"] == bool(other[step, cell]) and first_divergence(raster, raster, 1.0) is None
     times = np.nonzero(raster[:, 0])[0].astype(float)
     assert coincidence_factor(times, times, 2.0, float(raster.shape[0])) == pytest.approx(1.0)
+
+
+def test_the_kernels_reports_are_computed_once_per_workload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reference, gold, the reordered member and the candidate share one workload, so the kernel's
+    activity replay runs twice (it and the +1 ulp member), not once per run."""
+    from hwbench.plugins.kernels.lif import LifKernel
+
+    calls: list[int] = []
+    real = LifKernel.activity
+
+    def counted(self: Any, workload: Any, steps: int) -> Any:
+        calls.append(steps)
+        return real(self, workload, steps)
+
+    monkeypatch.setattr(LifKernel, "activity", counted)
+    report, _ = run_audit(get_registry(), AuditSettings(kernel="lif", quick=True), [Candidate("loihi")])
+    runs = report.protocols[0].runs
+    assert len(runs) == 5 and all("synaptic-events" in r.metrics for r in runs)
+    assert calls == [50, 50]

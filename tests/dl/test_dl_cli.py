@@ -98,7 +98,7 @@ def test_audit_gemm_tpu_quick_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_audit_exit_1_on_fail(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A profile whose matrix unit is worse than its claimed format: an element beyond the bound."""
-    from hwbench.plugins.kernels.dl import protocol as dl_audit
+    from hwbench.plugins.kernels.dl import audit_protocol as dl_audit
 
     real = dl_audit.bound_model
     monkeypatch.setattr(dl_audit, "bound_model", lambda profile, k: real(None, 1))  # claims one fp32 rounding

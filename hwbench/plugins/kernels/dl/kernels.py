@@ -325,3 +325,10 @@ def _tanh(ops: Ops, x: Any) -> Any:
 
 def kernels() -> list[Kernel]:
     return [GemmKernel(), Conv2dKernel(), Conv2dBackwardKernel(), ReluKernel(), LstmKernel()]
+
+
+def dl_protocol_refusal(kernel: object) -> str | None:
+    """Why the dl-primitives audit protocol does not apply to ``kernel`` (None: it does)."""
+    if isinstance(kernel, DLKernel):
+        return None
+    return "it audits DL primitives (GEMM, Conv2D, ReLU, LSTM) elementwise; this kernel is none"

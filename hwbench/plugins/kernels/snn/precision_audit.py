@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from hwbench.accuracy.audit import AuditSettings, Candidate, run_audit
 from hwbench.accuracy.report import CandidateVerdict
 from hwbench.accuracy.verdict import CHAOTIC_RATIOS, Verdict
 from hwbench.core.audit_protocol import AuditContext, AuditProtocol, Compared, ProtocolInfo
@@ -102,6 +101,7 @@ def audit(
     """Judge ``candidate_prog`` (trained like ``plan``) on the audit engine; the fp64 reference and
     the fp32 floor are trained with the session's ``train`` and ``with_precision`` (passed in, so
     this module does not import the session that calls it)."""
+    from hwbench.accuracy.audit import AuditSettings, Candidate, run_audit
     from hwbench.core.plugins import get_registry
 
     training = {
