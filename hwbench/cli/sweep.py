@@ -84,6 +84,9 @@ def _check_id(sweep_id: str) -> str:
     default=None,
     help=f"Where sweeps are kept (default ${SWEEP_DIR_VAR} or XDG).",
 )
+@click.option(
+    "--no-cache", is_flag=True, help="The audits neither read nor write the baseline cache (every base run computed)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep result as JSON only on stdout.")
 @store_options
 def sweep(
@@ -102,6 +105,7 @@ def sweep(
     sweep_id: str | None,
     resume_id: str | None,
     dir_option: str | None,
+    no_cache: bool,
     as_json: bool,
 ) -> int:
     """Run many audits on Dask and answer which precision each op class needs.
@@ -134,6 +138,7 @@ def sweep(
         plan = open_sweep(root, _check_id(resume_id), resume=True)
     else:
         plan = open_sweep(root, _check_id(sweep_id or _new_id()), spec_path=spec_path, axes=axes)
+    plan.baseline_cache = not no_cache
     stderr.print(f"sweep {plan.sweep_id}: {len(plan.cells)} cells -> {plan.folder}", highlight=False)
     result = _run_with_progress(plan, scheduler, workers, transient=as_json)
     if as_json:

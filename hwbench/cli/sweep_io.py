@@ -23,6 +23,7 @@ class SweepPlan:
     spec: SweepSpec
     cells: list[Cell]
     resumed: bool = False
+    baseline_cache: bool = True  # the audits use the baseline cache (off: hwbench sweep --no-cache)
 
 
 def open_sweep(
@@ -143,7 +144,12 @@ def execute(
     pending = opened_store()
     store = None if pending is None else StoreLedger(pending, sweep_id, {c.key(): c for c in cells})
     ledger = BothLedgers(JsonlLedger(folder / "cells.jsonl"), store)
-    settings = CellSettings(kernel=spec.kernel or DEFAULT_KERNEL, protocols=sweep_protocols(spec), quick=spec.quick)
+    settings = CellSettings(
+        kernel=spec.kernel or DEFAULT_KERNEL,
+        protocols=sweep_protocols(spec),
+        quick=spec.quick,
+        baseline_cache=plan.baseline_cache,
+    )
     t0 = time.perf_counter()
     with dask_client(scheduler, workers) as (client, info):
         if not plan.resumed:

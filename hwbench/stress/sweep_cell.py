@@ -66,6 +66,7 @@ class CellSettings(BaseModel):
     protocols: tuple[str, ...] = ()  # empty: every protocol that applies to the kernel
     quick: bool = False
     share_base_runs: bool = True  # reuse a worker's reference / gold / ensemble traces across cells
+    baseline_cache: bool = True  # read and keep them in the audit's on-disk baseline cache (sweep --no-cache)
 
 
 class CellOutcome(BaseModel):
@@ -129,6 +130,7 @@ def run_cell(cell: Cell, settings: CellSettings, base_runs: BaseRunCache | None 
         dt_refine=cell.dt > 1,
         refine_factors=(cell.dt,) if cell.dt > 1 else (),
         threads=_worker_threads(),
+        cache=settings.baseline_cache,
     )
     try:
         registry = get_registry()

@@ -317,3 +317,17 @@ def test_an_old_report_without_the_flag_still_loads() -> None:
             del r["from_cache"]
     again = AuditReport.model_validate(data)
     assert not any(from_cache(again).values())
+
+
+def test_a_sweep_cell_with_no_cache_neither_reads_nor_writes(cache_dir: Path) -> None:
+    from hwbench.stress.sweep_cell import Cell, CellSettings, run_cell
+
+    settings = CellSettings(kernel=KERNEL, protocols=("validation",), quick=True, share_base_runs=False)
+    off = run_cell(Cell(device="groq"), settings.model_copy(update={"baseline_cache": False}))
+    assert off.status == "done" and not cache_dir.exists()
+    run_cell(Cell(device="groq"), settings)
+    on = run_cell(Cell(device="groq"), settings)
+    assert on.report is not None and len(entries(cache_dir)) == 4
+    flags = {r["label"]: r["from_cache"] for p in on.report["protocols"] for r in p["runs"]}
+    assert flags == {"reference": True, "gold (CPU fp64)": True, "ensemble: reversed order": True,
+                     "ensemble: +1 ulp V0": True, "groq [default]": False}  # fmt: skip
