@@ -13,6 +13,7 @@ from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat,
 from hwbench.accuracy.numerics.profile import Confidence, ErrorModel, NumericsProfile, OpNumerics
 from hwbench.core.errors import EXIT_USAGE, UsageError
 from hwbench.core.ops import OpClass
+from hwbench.core.strict_json import NONFINITE
 
 # Round-trips parse and validate a whole profile per example; a few hundred cover the schema.
 ROUNDTRIP_EXAMPLES = 250
@@ -74,7 +75,10 @@ def op_numerics(draw: st.DrawFn, cls: OpClass) -> OpNumerics:
     )
 
 
-scalars = st.one_of(st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), text)
+# a parameter string spelling a non-finite number ("Infinity", "-Infinity", "NaN") is that number: it
+# is how strict JSON writes one (hwbench.core.strict_json), so such strings are not drawn as text
+words = text.filter(lambda s: s not in NONFINITE)
+scalars = st.one_of(st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), words)
 parameters = st.dictionaries(
     text,
     st.recursive(

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from hwbench.accuracy.numerics.formats import FixedFormat, FloatFormat, Format, RoundingMode, float_format, get_format
 from hwbench.core.errors import HwbenchError, UsageError
 from hwbench.core.ops import OpClass
+from hwbench.core.strict_json import NONFINITE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -198,6 +199,17 @@ def _fits(fmt: FloatFormat | FixedFormat, carrier: str) -> bool:
     return fmt.int_bits + fmt.frac_bits <= digits and fmt.frac_bits <= (126 if carrier == "float32" else 1022)
 
 
+def _named_to_float(value: Any) -> Any:
+    """A parameter with the strict-JSON names of non-finite numbers turned back into floats."""
+    if isinstance(value, str) and value in NONFINITE:
+        return float(value)
+    if isinstance(value, list):
+        return [_named_to_float(x) for x in value]
+    if isinstance(value, dict):
+        return {k: _named_to_float(x) for k, x in value.items()}
+    return value
+
+
 def _check_parameter(value: Any, where: str) -> None:
     """Parameters must survive both JSON and TOML (no None, no custom objects)."""
     if isinstance(value, bool | int | float | str):
@@ -249,6 +261,15 @@ class NumericsProfile(BaseModel):
             raise ValueError(f"schema_version {v} is newer than this hwbench reads ({SCHEMA_VERSION}); upgrade hwbench")
         if v < 1:
             raise ValueError(f"schema_version must be >= 1, got {v}")
+        return v
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _nonfinite_names(cls, v: Any) -> Any:
+        """A non-finite parameter is written as "Infinity", "-Infinity" or "NaN" (strict JSON,
+        :mod:`hwbench.core.strict_json`): read those names back as the numbers they stand for."""
+        if isinstance(v, dict):
+            return {k: _named_to_float(x) for k, x in v.items()}
         return v
 
     @field_validator("parameters")
