@@ -7,6 +7,7 @@ As a library (docs/library.md)::
     hwbench.run(kernel="io-ehh", device="cpu")   # one run: timings, traces
     hwbench.bench(device="cpu", cells=[729])     # the performance protocol
     hwbench.open_store().to_pandas(kind="audit") # the stored history as a DataFrame
+    hwbench.probe("h100:fp16", compare="a100")   # a matrix unit's features, by the published probes
 
 The names are loaded on first use (PEP 562), so ``import hwbench`` and the CLI's start stay fast;
 ``__init__.pyi`` gives type checkers their real signatures.
@@ -25,11 +26,25 @@ _LAZY = {
     "Run": "hwbench.library.run",
     "bench": "hwbench.library.bench",
     "Bench": "hwbench.library.bench",
+    "probe": "hwbench.library.probe",
+    "ProbeReport": "hwbench.library.probe",
     "open_store": "hwbench.library.store",
     "ResultsStore": "hwbench.library.store",
 }
 
-__all__ = ["Audit", "Bench", "ResultsStore", "Run", "__version__", "audit", "bench", "open_store", "run"]
+__all__ = [
+    "Audit",
+    "Bench",
+    "ProbeReport",
+    "ResultsStore",
+    "Run",
+    "__version__",
+    "audit",
+    "bench",
+    "open_store",
+    "probe",
+    "run",
+]
 
 
 def __getattr__(name: str) -> Any:
