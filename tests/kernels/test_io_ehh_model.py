@@ -205,7 +205,9 @@ def _one_step_with_nan_calcium(engine: str) -> tuple[np.ndarray, np.ndarray]:
         from hwbench.core.engines.numpy_engine import NumpyEngine
 
         device = load_registry().device("groq")
-        profile = device.numerics(device.default_mode)
+        # IEEE special values: a NaN must survive to show the select's semantics (the chip's
+        # default saturating policy, issue 30, replaces NaN by 0)
+        profile = device.numerics(device.default_mode, {"special_values": "ieee"})
         wrap = emulating_ops(profile)
         executor = NumpyEngine().build(KERNEL, wl, dtype=profile.carrier, sample_every=1, ops_wrapper=wrap)
     else:
