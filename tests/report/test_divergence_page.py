@@ -43,7 +43,9 @@ def test_report_keeps_the_traces_around_the_first_divergence(groq_stress: dict[s
     assert times[0] <= violation["t_ms"] - 50 and times[-1] >= violation["t_ms"] + 10
     cand = [float(v) for v in excerpt["series"][candidate["label"]]]
     assert all(math.isfinite(v) for v, t in zip(cand, times, strict=True) if t < violation["t_ms"] - 1)
-    assert any(not math.isfinite(v) for v in cand)  # it diverged inside the window: NaN, written "NaN"
+    # it diverged inside the window: NaN (written "NaN"), or, where the chip saturates (the GroqChip's
+    # default special-value policy), a voltage no membrane reaches
+    assert any(not math.isfinite(v) or abs(v) > 1e6 for v in cand)
 
 
 def test_page_from_the_report_alone_draws_both(groq_stress: dict[str, Any], tmp_path: Path) -> None:
