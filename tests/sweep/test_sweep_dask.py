@@ -269,5 +269,22 @@ def test_every_kernel_sweeps_on_its_own_protocols(tmp_path: Path):
         assert f"matmul_input@m{width}/" in outcome["key"]
         widths.add(int(width))
     assert widths == {7, 10}
+    assert set(row.verdicts.values()) == {"PASS"}  # bf16's 7 bits and wider: within the tpu-v3's own bound
     lif = hwbench("sweep", "--kernel", "lif", "--protocol", "stress", "--dir", str(tmp_path), "--no-store")
     assert lif.returncode == 2 and "kernel 'lif' has no stress protocol" in lif.stderr
+
+
+def test_a_dl_sweep_answers_which_widths_keep_within_the_devices_own_bound(tmp_path: Path):
+    """Cells are judged against the tpu-v3's own (bf16) error bound: 3 fraction bits exceed it, 10 do not."""
+    proc = hwbench(
+        "sweep", "--kernel", "gemm", "--device", "tpu-v3", "--grid", "matmul_input:3,10", "--quick",
+        "--dir", str(tmp_path), "--id", "w", "--workers", "1", "--no-store", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (row,) = SweepResult.model_validate(json.loads(proc.stdout)).sensitivity
+    assert row.verdicts[3] == "FAIL" and row.verdicts[10] == "PASS", row.verdicts
+    for line in (tmp_path / "w" / "cells.jsonl").read_text().splitlines():
+        report = json.loads(line)["report"]
+        for p in report["protocols"]:
+            (cand,) = [r for r in p["runs"] if r["role"] == "candidate"]
+            assert cand["deviation"]["bound_of"] == "tpu-v3-default"

@@ -146,16 +146,19 @@ class _Distribution:
 
     def _run(
         self, label: str, role: Literal["reference", "candidate"], cand: DLCandidate, profile: NumericsProfile | None,
-        base: dict[str, Any],
+        base: dict[str, Any], criterion: NumericsProfile | None = None,
     ) -> tuple[RunSummary, dict[str, Any]]:  # fmt: skip
+        """One run judged against the error bound of ``criterion`` (default: the profile it runs)."""
         name = f"{NAME} {self.dist}: {label}"
         dtype = profile.carrier if profile is not None else "float32"
         wrapper = ops_wrapper(profile, self.ctx.settings.seed) if role == "candidate" else None
         out, secs = self._execute(self.workload, dtype, wrapper)
         self.ctx.tick(name, 1.0, 1.0)
-        model = self._model(profile)
+        model = self._model(profile if criterion is None else criterion)
         metrics = compare(out, base["gold"], base["absgold"], model)
         metrics["bound"] = None if model is None else model.derivation
+        if criterion is not None:
+            metrics["bound_of"] = criterion.name  # the device's own format, not the profile that ran
         if role == "candidate":
             from hwbench.plugins.devices._matrix_unit_ops import matmul_method
 
@@ -171,6 +174,15 @@ class _Distribution:
         )  # fmt: skip
         return summary, metrics
 
+    def _criterion(self, cand: DLCandidate) -> NumericsProfile | None:
+        """A profile built for this audit (a sweep cell's: one op class at another width) is judged
+        against the bound of the device mode's own profile, so a sweep answers which widths keep a
+        primitive within the error its device's format promises; None: the profile's own bound."""
+        if cand.profile is None:
+            return None
+        own: NumericsProfile | None = self.ctx.registry.device(cand.device).numerics(cand.mode)
+        return own
+
     def _model(self, profile: NumericsProfile | None) -> BoundModel | None:
         k = self.kernel.reduction_length(self.workload)
         if k is None:
@@ -185,7 +197,8 @@ class _Distribution:
         runs, verdicts = [floor_run], []
         for cand in candidates:
             profile = candidate_profile(self.ctx.registry, cand)
-            summary, metrics = self._run(cand.label, "candidate", cand, profile, base)
+            criterion = self._criterion(cand)
+            summary, metrics = self._run(cand.label, "candidate", cand, profile, base, criterion)
             j = judge(metrics, base["absgold"] is not None)
             summary.violation = j.violation
             runs.append(summary)
