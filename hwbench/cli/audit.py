@@ -105,28 +105,29 @@ def audit(
 
     Exit code 0 on PASS (and WARN unless --strict), 1 on FAIL.
     """
-    from hwbench.accuracy.audit import AuditSettings
     from hwbench.core.plugins import get_registry
-    from hwbench.library.audit import audit_candidates, resolve_candidates
+    from hwbench.library.audit import audit as library_audit
 
     validate.refuse_together(
         click.get_current_context(), "sets", ["profile_path"], "set the parameters in the profile file instead"
     )
-    registry = get_registry()
-    candidates = resolve_candidates(registry, devices, mode, parse_set(sets), profile_path)
-    settings = AuditSettings(
+    result = library_audit(  # the same call as hwbench.audit(...); the CLI records the result itself
+        devices,
         kernel=kernel,
+        config=dl_config,
+        mode=mode,
+        overrides=parse_set(sets),
+        profile=profile_path,
+        protocols=protocols,
         quick=quick,
         dt_refine=dt_refine,
         seed=seed,
-        protocols=tuple(protocols),
         engine=engine,
-        options={"config": dl_config} if dl_config else {},
         cache=not no_cache,
+        out=out,
+        progress=RichProgress(console=stderr, transient=as_json),
     )
-    result = audit_candidates(
-        registry, settings, candidates, out=out, progress=RichProgress(console=stderr, transient=as_json)
-    )
+    registry = get_registry()
     report = result.report
     if out:
         stderr.print(f"wrote {Path(out) / 'report.json'} and {len(result.written) - 1} plots", highlight=False)

@@ -93,9 +93,7 @@ def audit(
 
     registry = get_registry()
     registry.kernel(kernel)  # an unknown kernel: a UsageError naming the registered ones
-    names = (devices,) if isinstance(devices, str) else tuple(devices)
-    if not names:
-        raise UsageError("give at least one device NAME[:MODE] to audit")
+    names = (devices,) if isinstance(devices, str) else tuple(devices)  # none: the protocols say what they need
     candidates = resolve_candidates(registry, names, mode, dict(overrides or {}), profile)
     settings = AuditSettings(
         kernel=kernel,
