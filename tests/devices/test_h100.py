@@ -114,3 +114,17 @@ def test_real_path_gemm_diagonal_is_the_row_inner_products(fmt: str) -> None:
     c = rng.integers(-100, 100, size=7).astype(np.float64)
     got = gemm_diagonal(a, b, c, fmt, platform="cpu")
     assert np.array_equal(got, np.einsum("nk,nk->n", a, b) + c)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_elementwise_fp32_is_cudas_as_on_the_a100(mode: str) -> None:
+    """Issue 30 for the h100: contracted a*b+c, div.full division and libdevice exp on every mode,
+    each settable; the a100's tensor-core modes carry the same ops."""
+    from hwbench.core.ops import OpClass
+
+    h100, a100 = get_registry().device("h100"), get_registry().device("a100")
+    profile = h100.numerics(mode)
+    assert {OpClass.FMA, OpClass.DIV, OpClass.EXP} <= set(profile.ops)
+    assert profile.ops[OpClass.DIV] == a100.numerics("fp16").ops[OpClass.DIV]
+    off = h100.numerics(mode, {"fma_contraction": False, "div_ulps": 0, "exp_ulps": 0})
+    assert not {OpClass.FMA, OpClass.DIV, OpClass.EXP} & set(off.ops)

@@ -229,9 +229,10 @@ def tensorrt_backend() -> str | None:
 
 
 # ---------------------------------------------------------------------------------- profile
-def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
-    """The cited profile of ``mode`` for the (already resolved) parameter ``values``."""
-    knobs = KNOBS[mode]
+def cuda_fp32_ops(values: dict[str, Any]) -> dict[OpClass, OpNumerics]:
+    """Where CUDA fp32 through XLA departs from the CPU reference, as the knobs in ``values`` set it:
+    libdevice exp / log (``exp_ulps``), div.full division (``div_ulps``), contracted a*b+c
+    (``fma_contraction``). Every NVIDIA device mode computing elementwise fp32 on CUDA cores uses it."""
     ops: dict[OpClass, OpNumerics] = {}
     if values["exp_ulps"] > 0:
         ops[OpClass.EXP] = faithful_exp(values["exp_ulps"], source=CUDA_EXPF, confidence=Confidence.ASSUMED)
@@ -239,7 +240,13 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         ops[OpClass.DIV] = error_op(values["div_ulps"], source=XLA_GPU_DIV, confidence=Confidence.DOCUMENTED)
     if values["fma_contraction"]:
         ops[OpClass.FMA] = fma_op(source=PTX_FMA, confidence=Confidence.DOCUMENTED)
-    notes = knob_notes(knobs, values)
+    return ops
+
+
+def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
+    """The cited profile of ``mode`` for the (already resolved) parameter ``values``."""
+    ops = cuda_fp32_ops(values)
+    notes = knob_notes(KNOBS[mode], values)
     if mode == "cuda-fp32":
         return _cuda_fp32_profile(values, ops, notes)
     if mode in TENSOR_CORE_MODES:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from hwbench.accuracy.numerics.emulated_device import KnobbedDevice, emulated_executor
-from hwbench.accuracy.numerics.presets import XLA_CPU_NOTE
+from hwbench.accuracy.numerics.presets import XLA_CPU_NOTE, knob_notes
 from hwbench.accuracy.numerics.profile import Confidence, NumericsProfile, OpNumerics
 from hwbench.core.device import DeviceSpec, ProbeResult, RunRequest, Support
 from hwbench.core.engine import Executor
@@ -32,7 +32,7 @@ from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass
 from hwbench.plugins.devices._matrix_unit_ops import unit_notes, unit_parameters
 from hwbench.plugins.devices._support import capacity_support, footprint, jax_on_device
-from hwbench.plugins.devices.a100 import jax_gpu_backend, nvidia_gpus
+from hwbench.plugins.devices.a100 import CUDA_FP32_KNOBS, cuda_fp32_ops, jax_gpu_backend, nvidia_gpus
 
 if TYPE_CHECKING:
     from hwbench.core.device import Device
@@ -53,13 +53,15 @@ MODES: dict[str, tuple[str, str]] = {
     "fp8-e4m3": ("fp8-e4m3", "fp8-e4m3fn"),
     "fp8-e5m2": ("fp8-e5m2", "fp8-e5m2"),
 }
-KNOBS: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
+#: every mode's elementwise arithmetic is CUDA fp32 through XLA, as on the a100 (same knobs, same sources)
+KNOBS: dict[str, dict[str, Any]] = {mode: CUDA_FP32_KNOBS for mode in MODES}
 
 
 def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
     """The H100 profile of ``mode``: operands in the mode's format, products on the H100 model."""
     unit_fmt, preset = MODES[mode]
     ops = {
+        **cuda_fp32_ops(values),
         OpClass.MATMUL_INPUT: OpNumerics(
             format=preset,
             source=f"{H100_MODEL}; operands cast to {unit_fmt} with nearest-even (the framework's cast)",
@@ -68,8 +70,11 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         OpClass.MATMUL_ACCUMULATE: OpNumerics(format="fp32", source=H100_MODEL, confidence=Confidence.DOCUMENTED),
     }
     notes = [
-        "Elementwise +, -, *, / are IEEE fp32 on the CUDA cores; confidence: documented (CUDA C++ Programming "
-        "Guide, Floating-Point Standard).",
+        "Elementwise +, -, * are IEEE fp32 on the CUDA cores; confidence: documented (CUDA C++ Programming "
+        "Guide, Floating-Point Standard). As on the a100 (docs/devices/a100.md), division is div.full.f32 "
+        "(parameter div_ulps), exp / log are libdevice's within CUDA's documented bounds (exp_ulps) and a*b+c is "
+        "contracted (fma_contraction).",
+        *knob_notes(KNOBS[mode], values),
         f"Matrix products and convolutions: block-FMA model h100 {unit_fmt}->fp32 where a DL primitive's audit "
         "runs them (every element chained blocks as the hardware's GEMM does); elsewhere the operand-rounding "
         "approximation (operands rounded, one fp32 product). Source: " + H100_MODEL + ".",
@@ -81,7 +86,7 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         name=f"h100-{mode}",
         device="h100",
         mode=mode,
-        description=f"H100 tensor cores, {unit_fmt} operands, fp32 block-FMA accumulation; IEEE fp32 elementwise",
+        description=f"H100 tensor cores, {unit_fmt} operands, fp32 block-FMA accumulation; CUDA fp32 elementwise",
         ops=ops,
         parameters={**values, **unit_parameters("h100", unit_fmt)},
         notes=notes,
