@@ -257,7 +257,7 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
 def _tensor_core_profile(
     mode: str, values: dict[str, Any], ops: dict[OpClass, OpNumerics], notes: list[str]
 ) -> NumericsProfile:
-    """Matrix products on the A100's tensor cores (A100 block-FMA model), IEEE fp32 elementwise."""
+    """Matrix products on the A100's tensor cores (A100 block-FMA model), CUDA fp32 elementwise."""
     from hwbench.plugins.devices._matrix_unit_ops import unit_notes, unit_parameters
 
     unit_fmt, preset = TENSOR_CORE_MODES[mode]
@@ -268,8 +268,9 @@ def _tensor_core_profile(
     )
     ops[OpClass.MATMUL_ACCUMULATE] = OpNumerics(format="fp32", source=A100_MODEL, confidence=Confidence.DOCUMENTED)
     notes = [
-        "Elementwise +, -, *, / are IEEE fp32 on the CUDA cores; confidence: documented (CUDA C++ Programming "
-        "Guide, Floating-Point Standard).",
+        "Elementwise +, -, * are IEEE fp32 on the CUDA cores; confidence: documented (CUDA C++ Programming "
+        "Guide, Floating-Point Standard). As in cuda-fp32, division is div.full.f32 (parameter div_ulps), exp / "
+        "log are libdevice's (exp_ulps) and a*b+c is contracted (fma_contraction).",
         f"Matrix products and convolutions on the tensor cores: block-FMA model a100 {unit_fmt}->fp32 where a DL "
         "primitive's audit runs them; elsewhere the operand-rounding approximation. Source: " + A100_MODEL + ".",
         XLA_CPU_NOTE,
@@ -280,7 +281,7 @@ def _tensor_core_profile(
         name=f"a100-{mode}",
         device="a100",
         mode=mode,
-        description=f"A100 tensor cores, {unit_fmt} operands, fp32 block-FMA accumulation; IEEE fp32 elementwise",
+        description=f"A100 tensor cores, {unit_fmt} operands, fp32 block-FMA accumulation; CUDA fp32 elementwise",
         ops=ops,
         parameters={**values, **unit_parameters("a100", unit_fmt)},
         notes=notes,
