@@ -195,7 +195,7 @@ def _hardware_fma() -> Any:
         return lax.bitcast_convert_type(bits ^ salt, jnp.float32)
 
     def fma(a: Any, b: Any, c: Any, salt: Any) -> Any:
-        c2 = hide(c, salt) if np.ndim(c) > 0 else c
+        c2 = c if isinstance(c, (int, float, np.generic)) else hide(c, salt)  # a constant is no product
         return hide(a, salt) * hide(b, salt) + c2
 
     return jax.jit(fma)
