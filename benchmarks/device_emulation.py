@@ -145,13 +145,13 @@ def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float)
                 counted["round", fmt, mode, random_bits] = counted.get(("round", fmt, mode, random_bits), 0) + x.size
             return super()._round_to(x, fmt, mode, random_bits)
 
-        def _perturb(self, y: Any, error: Any, fmt: Any) -> Any:
-            key = ("perturb", error.model_dump_json(), fmt)
+        def _perturb(self, y: Any, error: Any, fmt: Any, function: str) -> Any:
+            key = ("perturb", error.model_dump_json(), fmt, function)
             counted[key] = counted.get(key, 0) + y.size
             errors[key[1]] = error
             Counting.inside = True
             try:
-                return super()._perturb(y, error, fmt)
+                return super()._perturb(y, error, fmt, function)
             finally:
                 Counting.inside = False
 
@@ -170,7 +170,7 @@ def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float)
             jax_ops.begin_step(jnp.int32(3))
             if key[0] == "round":
                 return jax_ops._round_to(v, *key[1:])
-            return jax_ops._perturb(v, errors[key[1]], key[2])
+            return jax_ops._perturb(v, errors[key[1]], key[2], key[3])
 
         total_ns += n * ns_per_element(rounding)
         count += n
