@@ -55,10 +55,11 @@ import numpy as np
 from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
 from hwbench.accuracy.numerics.emulation_backend import Backend, backend_for, flat_index, round_fixed_values
 from hwbench.accuracy.numerics.event_counts import EventTally
-from hwbench.accuracy.numerics.fast_rounding import fast_rounder
+from hwbench.accuracy.numerics.fast_rounding import StreamRounder, fast_rounder
 from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode, float_format
 from hwbench.accuracy.numerics.native_fp32 import fused_multiply_add, offset_ulps, saturate, stream_key, ulp_offsets
 from hwbench.accuracy.numerics.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
+from hwbench.accuracy.numerics.random_bits import element_words, op_bits
 from hwbench.accuracy.numerics.rounding import round_float
 from hwbench.core.errors import UsageError
 from hwbench.core.layout import neighbour_table as segment_table
@@ -79,6 +80,7 @@ __all__ = [
 EVENTS = ("overflow", "underflow", "nonfinite")
 COUNTER_NAMES: tuple[str, ...] = (*(f"{c.value}.{e}" for c in OpClass for e in EVENTS), "store.stalled")
 _M32 = 0xFFFFFFFF
+_WORDS_DOMAIN = 0xB5297A4D  # separates the step stream's element words from every rounding key
 _IDENTITY = object()  # marks a rounding onto the carrier's own format (a no-op)
 _NEAREST = RoundingMode.NEAREST_EVEN
 
@@ -250,6 +252,8 @@ class EmulatingOps:
         self._prev: Any = None
         self._tables: dict[int, tuple[Any, np.ndarray | None]] = {}
         self._fast: dict[tuple[FloatFormat, RoundingMode], Any] = {}
+        # this step's element words of the stochastic-rounding stream, per (shape, index offset)
+        self._words: dict[tuple[tuple[int, ...], int], Any] = {}
         self._native = float_format(CARRIER_FORMATS[carrier])
         # position of the current array's first element in the array it is a part of (non-zero
         # only while a fused gather-map-scatter maps one pass): keys counter-based random bits
@@ -268,6 +272,7 @@ class EmulatingOps:
     def begin_step(self, step: Any) -> None:
         self._step = step
         self._op = 0
+        self._words = {}
         if self._tally is not None:
             self._tally.reset()
 
@@ -566,7 +571,21 @@ class EmulatingOps:
         if fast is None:
             return round_float(x, fmt, mode, seed=seed, counter=self._step, random_bits=random_bits)
         index = self._flat_index(x.shape) if mode is RoundingMode.STOCHASTIC else None
-        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index)
+        rand = {"rand": self._stream_bits(x.shape, seed)} if isinstance(fast, StreamRounder) else {}
+        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index, **rand)
+
+    def _stream_bits(self, shape: tuple[int, ...], seed: int) -> Any:
+        """32 random bits per element for the rounding keyed ``seed``: the step's element words
+        (hashed once per step and shape from the run seed, the step and the element index) times
+        the operation's own odd multiplier (:func:`random_bits.op_bits`): one multiply per
+        rounding. Hashing every element for every rounding cost more than the rounding itself
+        (docs/numerics.md, issue 31)."""
+        key = (tuple(shape), self._index_offset)
+        words = self._words.get(key)
+        if words is None:
+            stream = ((self._seed ^ _WORDS_DOMAIN) << 32) | 2  # (domain 2: no _next_seed key is this)
+            words = self._words[key] = element_words(stream, self._step, self._flat_index(shape), self._be.xp)
+        return op_bits(words, seed, self._be.xp)
 
     def _flat_index(self, shape: tuple[int, ...]) -> Any:
         """Each element's key for counter-based random bits: its flat index in the whole array."""
