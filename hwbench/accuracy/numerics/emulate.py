@@ -27,7 +27,9 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   device and the function (exp, log, div), so no two share a pattern.
 * ``special_values = "saturate"``: every result is saturated last (beyond the largest finite
   value of its op's format -> that value, NaN -> 0), and counted as an overflow / non-finite
-  event of its op class.
+  event of its op class. Where trace-time bounds prove a result in range, or never NaN, the
+  saturation is left out or reduced to a clamp (:mod:`hwbench.accuracy.numerics.value_bounds`):
+  the same values, fewer operations.
 * ``lowering="one-hot-matmul"`` (gather class): gather rounds its source to the
   ``matmul_input`` format and gathers exactly (one 1.0 per one-hot row, so the product is
   exact); scatter-add rounds values to ``matmul_input`` and sums each target's terms in
@@ -57,10 +59,18 @@ from hwbench.accuracy.numerics.emulation_backend import Backend, backend_for, fl
 from hwbench.accuracy.numerics.event_counts import EventTally
 from hwbench.accuracy.numerics.fast_rounding import StreamRounder, fast_rounder
 from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode, float_format
-from hwbench.accuracy.numerics.native_fp32 import fused_multiply_add, offset_ulps, saturate, stream_key, ulp_offsets
+from hwbench.accuracy.numerics.native_fp32 import (
+    clamp,
+    fused_multiply_add,
+    offset_ulps,
+    saturate,
+    stream_key,
+    ulp_offsets,
+)
 from hwbench.accuracy.numerics.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
 from hwbench.accuracy.numerics.random_bits import element_words, op_bits
 from hwbench.accuracy.numerics.rounding import round_float
+from hwbench.accuracy.numerics.value_bounds import EXP_SLACK, Bounds, constant_bounds, hull, result_bounds, rounded
 from hwbench.core.errors import UsageError
 from hwbench.core.layout import neighbour_table as segment_table
 from hwbench.core.ops import OpClass, Ops
@@ -434,7 +444,10 @@ class EmulatingOps:
         rule = self.rules[cls]
         (va, ta), (vb, tb) = self._operand(a), self._operand(b)
         ia, ib = self._in(rule, va, ta), self._in(rule, vb, tb)
-        out = self._finish(rule, fn(ia, ib), (va, vb), function=_FUNCTION_OF.get(fn, cls.value))
+        bounds = None
+        if self._saturating:
+            bounds = result_bounds(fn, self._bounds(rule, a), self._bounds(rule, b), same=a is b)
+        out = self._finish(rule, fn(ia, ib), (va, vb), function=_FUNCTION_OF.get(fn, cls.value), bounds=bounds)
         if self._contracts and cls is OpClass.MUL and fn is operator.mul:
             out.prod = (ia, ib)
         return out
@@ -468,7 +481,10 @@ class EmulatingOps:
     def _unary(self, cls: OpClass, fn: Callable[[Any], Any], x: Any, function: str = "") -> EmuArray:
         rule = self.rules[cls]
         v, tag = self._operand(x)
-        return self._finish(rule, fn(self._in(rule, v, tag)), (v,), function=function or cls.value)
+        bounds = result_bounds("exp", self._bounds(rule, x)) if self._saturating and function == "exp" else None
+        return self._finish(
+            rule, fn(self._in(rule, v, tag)), (v,), function=function or cls.value, bounds=bounds, slack=EXP_SLACK
+        )
 
     def _select(self, fn: Callable[[Any, Any], Any], x: Any, y: Any) -> EmuArray:
         """minimum / maximum / where (COMPARE): the result is one of the operands, exactly."""
@@ -476,7 +492,8 @@ class EmulatingOps:
         (vx, tx), (vy, ty) = self._operand(x), self._operand(y)
         before = fn(self._in(rule, vx, tx), self._in(rule, vy, ty))
         tag = _common(_tag_in(rule, tx), _tag_in(rule, ty))
-        return self._finish(rule, before, (vx, vy), tag=tag, exact=True)
+        bounds = hull(self._bounds(rule, x), self._bounds(rule, y)) if self._saturating else None
+        return self._finish(rule, before, (vx, vy), tag=tag, exact=True, bounds=bounds)
 
     def _integer_power(self, x: Any, k: int) -> EmuArray:
         """``x ** k`` as XLA's ``integer_pow`` computes it: square-and-multiply, MUL-rounded."""
@@ -534,22 +551,61 @@ class EmulatingOps:
         tag: FloatFormat | None = None,
         exact: bool = False,
         function: str = "",
+        bounds: Bounds | None = None,
+        slack: float = 0.0,
     ) -> EmuArray:
         """Round an op's carrier result per ``rule``, count its events, wrap it.
 
         ``exact``: the operation itself only moves or selects values (gather, where, minimum),
         so it has events to count only when its result is rounded. ``function`` names the
         error model's stream (exp and log of one class draw different patterns). Under a
-        saturating profile the result is saturated last (:func:`native_fp32.saturate`).
+        saturating profile the result is saturated last (:meth:`_saturate`); ``bounds`` is the
+        interval of the op's exact result where its operands' bounds give one (``slack``: the
+        native op's own relative error), so that the saturation can be shortened.
         """
         if not self._be.is_float(before):  # comparisons: booleans are exact
             return EmuArray(before, self)
         after, tag = self._round_result(rule, before, tag, function=function or rule.cls.value)
+        known = None
         if self._saturating:
-            after = saturate(self._be.xp, after, rule.max_value)
+            after, known = self._saturate(rule, after, bounds, slack)
         if self._tally is not None and (rule.rounds or not exact or self._saturating):
             self._count(rule, before, after, inputs, elementwise=elementwise)
-        return EmuArray(after, self, tag)
+        return EmuArray(after, self, tag, known)
+
+    def _saturate(self, rule: Rule, x: Any, exact: Bounds | None, slack: float) -> tuple[Any, Bounds]:
+        """:func:`native_fp32.saturate` of a result, and the bounds of the saturated values.
+
+        With the exact result's bounds (never NaN), the rounded result's bounds decide: a clamp of
+        the side(s) that may be out of range, without the NaN select, or one select where neither
+        may be (see below). The values are the full saturation's, bit for bit. Error models and fixed-point formats move
+        values by more than a rounding, and a format without infinity turns an overflow into
+        NaN: those keep the full saturation.
+        """
+        limit = min(rule.max_value, float(np.finfo(self._np_dtype).max))
+        fmt = rule.fmt if isinstance(rule.fmt, FloatFormat) else self._native
+        if exact is None or rule.error is not None or isinstance(rule.fmt, FixedFormat):
+            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
+        bits = min(fmt.mantissa_bits, self._native.mantissa_bits)
+        lo, hi = rounded(exact, bits, max(fmt.min_normal, self._native.min_normal), slack=slack)
+        lower, upper = lo < -limit, hi > limit
+        if (lower or upper) and not fmt.has_inf and fmt.overflow != "saturate":  # overflow gives NaN
+            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
+        # At least one select stays, even in range: the compiler must not see two float ops side by
+        # side where the full saturation separated them (XLA:CPU would contract a product into the
+        # next addition, or merge two divisions, and change the bits).
+        x = clamp(self._be.xp, x, rule.max_value, lower=lower, upper=upper or not lower)
+        return x, (min(max(lo, -limit), limit), max(min(hi, limit), -limit))
+
+    def _bounds(self, rule: Rule, x: Any) -> Bounds | None:
+        """The bounds of an operand as the op sees it (unknown after an input rounding)."""
+        if rule.input_fmt is not None:
+            return None
+        if isinstance(x, EmuArray):
+            return x.bounds
+        if isinstance(x, (numbers.Number, np.ndarray, np.generic)):  # concrete: look at the values
+            return constant_bounds(self._value(x))
+        return None  # a traced engine array
 
     def _next_seed(self, domain: int, extra: int = 0) -> int:
         """A 64-bit key for the next rounding of this step: (run seed, op sequence number)."""
