@@ -119,15 +119,15 @@ def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float)
 
     Counted by running one step through the mode's emulating namespace on numpy; costed with the
     JAX emulating namespace's ``_round_to`` / ``_perturb``. For stochastic modes it also gives the
-    floor of their random bits alone (a counter-based hash of (seed, step, op, element), two
-    integer mixing rounds per element, which cannot be shared between roundings without changing
-    every result).
+    floor of their random bits alone: one multiply of the step's element words per rounding
+    (:func:`hwbench.accuracy.numerics.random_bits.op_bits`; the words are hashed once per step and
+    shape, so here they are a constant of the loop, as they are for all but one rounding of a step).
     """
     import jax.numpy as jnp
 
     from hwbench.accuracy.numerics.emulate import EmulatingOps, emulating_ops
     from hwbench.accuracy.numerics.formats import RoundingMode
-    from hwbench.accuracy.numerics.random_bits import uniform_bits
+    from hwbench.accuracy.numerics.random_bits import element_words, op_bits
     from hwbench.core.engine import kernel_params
     from hwbench.core.engines.jax_engine import JaxOps
     from hwbench.core.engines.numpy_engine import NumpyOps
@@ -145,13 +145,13 @@ def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float)
                 counted["round", fmt, mode, random_bits] = counted.get(("round", fmt, mode, random_bits), 0) + x.size
             return super()._round_to(x, fmt, mode, random_bits)
 
-        def _perturb(self, y: Any, error: Any, fmt: Any) -> Any:
-            key = ("perturb", error.model_dump_json(), fmt)
+        def _perturb(self, y: Any, error: Any, fmt: Any, function: str) -> Any:
+            key = ("perturb", error.model_dump_json(), fmt, function)
             counted[key] = counted.get(key, 0) + y.size
             errors[key[1]] = error
             Counting.inside = True
             try:
-                return super()._perturb(y, error, fmt)
+                return super()._perturb(y, error, fmt, function)
             finally:
                 Counting.inside = False
 
@@ -164,13 +164,19 @@ def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float)
         ops.store(kernel.step(ops, ops.load(np.asarray(workload.state0, np.float32)), params, inputs, 0))
     jax_ops = emulating_ops(profile, counters=False)(JaxOps(np.float32))
     total_ns, count, stochastic = 0.0, 0, 0
+
+    def words_for(shape: tuple[int, ...]) -> np.ndarray:
+        """The step's element words of the stochastic-rounding stream (numpy: a loop constant)."""
+        return np.asarray(element_words(1, 3, np.arange(int(np.prod(shape)), dtype=np.uint32).reshape(shape), np))
+
     for key, n in counted.items():
 
         def rounding(v: Any, key: tuple[Any, ...] = key) -> Any:
             jax_ops.begin_step(jnp.int32(3))
+            jax_ops._words[(tuple(v.shape), 0)] = jnp.asarray(words_for(v.shape))
             if key[0] == "round":
                 return jax_ops._round_to(v, *key[1:])
-            return jax_ops._perturb(v, errors[key[1]], key[2])
+            return jax_ops._perturb(v, errors[key[1]], key[2], key[3])
 
         total_ns += n * ns_per_element(rounding)
         count += n
@@ -180,8 +186,7 @@ def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float)
     if stochastic:
 
         def random_bits_only(v: Any) -> Any:
-            index = jnp.arange(v.shape[0], dtype=jnp.uint32)
-            bits = uniform_bits(1, jnp.uint32(3), index, 32, xp=jnp)
+            bits = op_bits(jnp.asarray(words_for(v.shape)), (1 << 32) | 5, jnp)
             return v + (bits >> jnp.uint32(31)).astype(v.dtype)  # keep the bits alive, one add
 
         out["stochastic_roundings_per_step"] = stochastic

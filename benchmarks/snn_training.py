@@ -11,13 +11,17 @@ variable (without either, only hwbench is measured). Contenders are timed round-
 runs ``--repeats`` steps of hwbench, then of snnTorch's tutorial loop (``fc1(x)`` at every step),
 then of snnTorch with ``fc1(x)`` hoisted; each figure is the best step over all rounds (the
 machine may be shared: minima are the least disturbed). ``--autodiff`` adds hwbench with
-``jax.grad`` through the time loop (the reference the hand-written BPTT is tested against).
+``jax.grad`` through the time loop (the reference the hand-written BPTT is tested against);
+``--against REF`` adds hwbench with the hand-written BPTT of git revision ``REF``
+(``hwbench/plugins/kernels/snn/fast_bptt.py`` as it was there), for a before/after in one process.
 
     python3 -m venv /tmp/snn && /tmp/snn/bin/pip install torch snntorch numpy
     python benchmarks/snn_training.py --snntorch-python /tmp/snn/bin/python --rounds 5
+    python benchmarks/snn_training.py --against main --rounds 20
     HWBENCH_SNNTORCH_PYTHON=/tmp/snn/bin/python python benchmarks/snn_training.py --json
 
-Exit codes: 0 measured; 2 usage (a ``--snntorch-python`` that is not an executable file);
+Exit codes: 0 measured; 2 usage (a ``--snntorch-python`` that is not an executable file, an
+``--against`` revision without that file);
 4 snnTorch could not run in that environment (its error's last line is printed).
 """
 
@@ -56,6 +60,48 @@ def hwbench_trainers(batch: int, autodiff: bool) -> dict[str, Any]:
     return out
 
 
+FAST_BPTT = "hwbench/plugins/kernels/snn/fast_bptt.py"
+
+
+def _git_show(ref: str) -> str | None:
+    """``fast_bptt.py``'s text at git revision ``ref`` of this checkout (``None``: no such file there)."""
+    proc = subprocess.run(
+        ["git", "-C", str(HERE.parent), "show", f"{ref}:{FAST_BPTT}"], capture_output=True, text=True, check=False
+    )
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def baseline_trainer(ref: str, x: Any, y: Any) -> Any:
+    """A compiled training step whose hand-written BPTT is ``fast_bptt.py`` at git revision ``ref``.
+
+    The module is loaded under another name and put in place only while the step is traced (the
+    first ``step``); the compiled step keeps it, and the current module is restored."""
+    import importlib.util
+    import tempfile
+
+    from hwbench.plugins.kernels.snn import training as tr
+
+    src = _git_show(ref)
+    if src is None:
+        print(f"error: --against {ref}: no {FAST_BPTT} at that revision", file=sys.stderr)
+        raise SystemExit(2)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fast_bptt_baseline.py"
+        path.write_text(src)
+        spec = importlib.util.spec_from_file_location("fast_bptt_baseline", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    current = tr.fast_bptt
+    try:
+        tr.fast_bptt = module  # type: ignore[assignment]
+        trainer = tr.Trainer(tr.TrainConfig())
+        trainer.step(x, y).block_until_ready()
+    finally:
+        tr.fast_bptt = current
+    return trainer
+
+
 def time_trainer(trainer: Any, x: Any, y: Any, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
@@ -89,6 +135,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help=f"python of an environment with torch and snntorch (default: ${ENV_VAR}; unset: hwbench only)",
     )
     ap.add_argument("--autodiff", action="store_true", help="also time hwbench's jax.grad-through-the-scan step")
+    ap.add_argument("--against", metavar="REF", help="also time hwbench with the hand-written BPTT of git revision REF")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if a.batch < 1 or a.repeats < 1 or a.rounds < 1:
@@ -96,6 +143,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     py = a.snntorch_python
     if py and not (Path(py).is_file() and os.access(py, os.X_OK)):
         ap.error(f"--snntorch-python / ${ENV_VAR}: '{py}' is not an executable file (a python with torch and snntorch)")
+    if a.against is not None and _git_show(a.against) is None:
+        ap.error(f"--against {a.against}: no {FAST_BPTT} at that git revision of this checkout")
     return a
 
 
@@ -108,6 +157,8 @@ def measure(a: argparse.Namespace) -> dict[str, float]:
     trainers = hwbench_trainers(a.batch, a.autodiff)
     for t in trainers.values():
         t.step(x, y).block_until_ready()  # compile
+    if a.against:
+        trainers["hwbench_against"] = baseline_trainer(a.against, x, y)
     best: dict[str, float] = {}
     for _ in range(a.rounds):
         times = {k: time_trainer(t, x, y, a.repeats) for k, t in trainers.items()}
@@ -129,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             best["hwbench"] / best["snntorch_hoisted"]
         )
     ratios[f"hwbench images/s / {GOAL_IMAGES_PER_S:,.0f} (goal >= 1)"] = best["hwbench"] / GOAL_IMAGES_PER_S
+    if "hwbench_against" in best:
+        ratios[f"hwbench / hwbench at {a.against}"] = best["hwbench"] / best["hwbench_against"]
     if "hwbench_autodiff" in best:
         ratios["hwbench hand-written BPTT / jax.grad through the scan"] = best["hwbench"] / best["hwbench_autodiff"]
     if a.json:

@@ -28,7 +28,9 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   device and the function (exp, log, div), so no two share a pattern.
 * ``special_values = "saturate"``: every result is saturated last (beyond the largest finite
   value of its op's format -> that value, NaN -> 0), and counted as an overflow / non-finite
-  event of its op class.
+  event of its op class. Where trace-time bounds prove a result in range, or never NaN, the
+  saturation is left out or reduced to a clamp (:mod:`hwbench.accuracy.numerics.value_bounds`):
+  the same values, fewer operations.
 * ``lowering="one-hot-matmul"`` (gather class): gather rounds its source to the
   ``matmul_input`` format and gathers exactly (one 1.0 per one-hot row, so the product is
   exact); scatter-add rounds values to ``matmul_input`` and sums each target's terms in
@@ -56,9 +58,10 @@ import numpy as np
 from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
 from hwbench.accuracy.numerics.emulation_backend import Backend, backend_for, flat_index, round_fixed_values
 from hwbench.accuracy.numerics.event_counts import EventTally
-from hwbench.accuracy.numerics.fast_rounding import fast_rounder
+from hwbench.accuracy.numerics.fast_rounding import StreamRounder, fast_rounder
 from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode, float_format
 from hwbench.accuracy.numerics.native_fp32 import (
+    clamp,
     fma_salt,
     fused_multiply_add,
     offset_ulps,
@@ -67,7 +70,9 @@ from hwbench.accuracy.numerics.native_fp32 import (
     ulp_offsets,
 )
 from hwbench.accuracy.numerics.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
+from hwbench.accuracy.numerics.random_bits import element_words, op_bits
 from hwbench.accuracy.numerics.rounding import round_float
+from hwbench.accuracy.numerics.value_bounds import EXP_SLACK, Bounds, constant_bounds, hull, result_bounds, rounded
 from hwbench.core.errors import UsageError
 from hwbench.core.layout import neighbour_table as segment_table
 from hwbench.core.ops import OpClass, Ops
@@ -87,6 +92,7 @@ __all__ = [
 EVENTS = ("overflow", "underflow", "nonfinite")
 COUNTER_NAMES: tuple[str, ...] = (*(f"{c.value}.{e}" for c in OpClass for e in EVENTS), "store.stalled")
 _M32 = 0xFFFFFFFF
+_WORDS_DOMAIN = 0xB5297A4D  # separates the step stream's element words from every rounding key
 _IDENTITY = object()  # marks a rounding onto the carrier's own format (a no-op)
 _NEAREST = RoundingMode.NEAREST_EVEN
 
@@ -259,6 +265,8 @@ class EmulatingOps:
         self._prev: Any = None
         self._tables: dict[int, tuple[Any, np.ndarray | None]] = {}
         self._fast: dict[tuple[FloatFormat, RoundingMode], Any] = {}
+        # this step's element words of the stochastic-rounding stream, per (shape, index offset)
+        self._words: dict[tuple[tuple[int, ...], int], Any] = {}
         self._native = float_format(CARRIER_FORMATS[carrier])
         # position of the current array's first element in the array it is a part of (non-zero
         # only while a fused gather-map-scatter maps one pass): keys counter-based random bits
@@ -277,6 +285,7 @@ class EmulatingOps:
     def begin_step(self, step: Any) -> None:
         self._step = step
         self._op = 0
+        self._words = {}
         self._fmas = 0
         if self._tally is not None:
             self._tally.reset()
@@ -439,7 +448,10 @@ class EmulatingOps:
         rule = self.rules[cls]
         (va, ta), (vb, tb) = self._operand(a), self._operand(b)
         ia, ib = self._in(rule, va, ta), self._in(rule, vb, tb)
-        out = self._finish(rule, fn(ia, ib), (va, vb), function=_FUNCTION_OF.get(fn, cls.value))
+        bounds = None
+        if self._saturating:
+            bounds = result_bounds(fn, self._bounds(rule, a), self._bounds(rule, b), same=a is b)
+        out = self._finish(rule, fn(ia, ib), (va, vb), function=_FUNCTION_OF.get(fn, cls.value), bounds=bounds)
         if self._contracts and cls is OpClass.MUL and fn is operator.mul:
             out.prod = (ia, ib)
         return out
@@ -486,7 +498,10 @@ class EmulatingOps:
     def _unary(self, cls: OpClass, fn: Callable[[Any], Any], x: Any, function: str = "") -> EmuArray:
         rule = self.rules[cls]
         v, tag = self._operand(x)
-        return self._finish(rule, fn(self._in(rule, v, tag)), (v,), function=function or cls.value)
+        bounds = result_bounds("exp", self._bounds(rule, x)) if self._saturating and function == "exp" else None
+        return self._finish(
+            rule, fn(self._in(rule, v, tag)), (v,), function=function or cls.value, bounds=bounds, slack=EXP_SLACK
+        )
 
     def _select(self, fn: Callable[[Any, Any], Any], x: Any, y: Any) -> EmuArray:
         """minimum / maximum / where (COMPARE): the result is one of the operands, exactly."""
@@ -494,7 +509,8 @@ class EmulatingOps:
         (vx, tx), (vy, ty) = self._operand(x), self._operand(y)
         before = fn(self._in(rule, vx, tx), self._in(rule, vy, ty))
         tag = _common(_tag_in(rule, tx), _tag_in(rule, ty))
-        return self._finish(rule, before, (vx, vy), tag=tag, exact=True)
+        bounds = hull(self._bounds(rule, x), self._bounds(rule, y)) if self._saturating else None
+        return self._finish(rule, before, (vx, vy), tag=tag, exact=True, bounds=bounds)
 
     def _integer_power(self, x: Any, k: int) -> EmuArray:
         """``x ** k`` as XLA's ``integer_pow`` computes it: square-and-multiply, MUL-rounded."""
@@ -552,22 +568,61 @@ class EmulatingOps:
         tag: FloatFormat | None = None,
         exact: bool = False,
         function: str = "",
+        bounds: Bounds | None = None,
+        slack: float = 0.0,
     ) -> EmuArray:
         """Round an op's carrier result per ``rule``, count its events, wrap it.
 
         ``exact``: the operation itself only moves or selects values (gather, where, minimum),
         so it has events to count only when its result is rounded. ``function`` names the
         error model's stream (exp and log of one class draw different patterns). Under a
-        saturating profile the result is saturated last (:func:`native_fp32.saturate`).
+        saturating profile the result is saturated last (:meth:`_saturate`); ``bounds`` is the
+        interval of the op's exact result where its operands' bounds give one (``slack``: the
+        native op's own relative error), so that the saturation can be shortened.
         """
         if not self._be.is_float(before):  # comparisons: booleans are exact
             return EmuArray(before, self)
         after, tag = self._round_result(rule, before, tag, function=function or rule.cls.value)
+        known = None
         if self._saturating:
-            after = saturate(self._be.xp, after, rule.max_value)
+            after, known = self._saturate(rule, after, bounds, slack)
         if self._tally is not None and (rule.rounds or not exact or self._saturating):
             self._count(rule, before, after, inputs, elementwise=elementwise)
-        return EmuArray(after, self, tag)
+        return EmuArray(after, self, tag, known)
+
+    def _saturate(self, rule: Rule, x: Any, exact: Bounds | None, slack: float) -> tuple[Any, Bounds]:
+        """:func:`native_fp32.saturate` of a result, and the bounds of the saturated values.
+
+        With the exact result's bounds (never NaN), the rounded result's bounds decide: a clamp of
+        the side(s) that may be out of range, without the NaN select, or one select where neither
+        may be (see below). The values are the full saturation's, bit for bit. Error models and fixed-point formats move
+        values by more than a rounding, and a format without infinity turns an overflow into
+        NaN: those keep the full saturation.
+        """
+        limit = min(rule.max_value, float(np.finfo(self._np_dtype).max))
+        fmt = rule.fmt if isinstance(rule.fmt, FloatFormat) else self._native
+        if exact is None or rule.error is not None or isinstance(rule.fmt, FixedFormat):
+            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
+        bits = min(fmt.mantissa_bits, self._native.mantissa_bits)
+        lo, hi = rounded(exact, bits, max(fmt.min_normal, self._native.min_normal), slack=slack)
+        lower, upper = lo < -limit, hi > limit
+        if (lower or upper) and not fmt.has_inf and fmt.overflow != "saturate":  # overflow gives NaN
+            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
+        # At least one select stays, even in range: the compiler must not see two float ops side by
+        # side where the full saturation separated them (XLA:CPU would contract a product into the
+        # next addition, or merge two divisions, and change the bits).
+        x = clamp(self._be.xp, x, rule.max_value, lower=lower, upper=upper or not lower)
+        return x, (min(max(lo, -limit), limit), max(min(hi, limit), -limit))
+
+    def _bounds(self, rule: Rule, x: Any) -> Bounds | None:
+        """The bounds of an operand as the op sees it (unknown after an input rounding)."""
+        if rule.input_fmt is not None:
+            return None
+        if isinstance(x, EmuArray):
+            return x.bounds
+        if isinstance(x, (numbers.Number, np.ndarray, np.generic)):  # concrete: look at the values
+            return constant_bounds(self._value(x))
+        return None  # a traced engine array
 
     def _next_seed(self, domain: int, extra: int = 0) -> int:
         """A 64-bit key for the next rounding of this step: (run seed, op sequence number)."""
@@ -589,7 +644,21 @@ class EmulatingOps:
         if fast is None:
             return round_float(x, fmt, mode, seed=seed, counter=self._step, random_bits=random_bits)
         index = self._flat_index(x.shape) if mode is RoundingMode.STOCHASTIC else None
-        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index)
+        rand = {"rand": self._stream_bits(x.shape, seed)} if isinstance(fast, StreamRounder) else {}
+        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index, **rand)
+
+    def _stream_bits(self, shape: tuple[int, ...], seed: int) -> Any:
+        """32 random bits per element for the rounding keyed ``seed``: the step's element words
+        (hashed once per step and shape from the run seed, the step and the element index) times
+        the operation's own odd multiplier (:func:`random_bits.op_bits`): one multiply per
+        rounding. Hashing every element for every rounding cost more than the rounding itself
+        (docs/numerics.md, issue 31)."""
+        key = (tuple(shape), self._index_offset)
+        words = self._words.get(key)
+        if words is None:
+            stream = ((self._seed ^ _WORDS_DOMAIN) << 32) | 2  # (domain 2: no _next_seed key is this)
+            words = self._words[key] = element_words(stream, self._step, self._flat_index(shape), self._be.xp)
+        return op_bits(words, seed, self._be.xp)
 
     def _flat_index(self, shape: tuple[int, ...]) -> Any:
         """Each element's key for counter-based random bits: its flat index in the whole array."""

@@ -24,6 +24,7 @@ from hwbench.core.ops import OpClass
 
 if TYPE_CHECKING:
     from hwbench.accuracy.numerics.formats import FloatFormat
+    from hwbench.accuracy.numerics.value_bounds import Bounds
 
 __all__ = ["EmuArray", "RoundingArithmetic", "unwrap"]
 
@@ -64,18 +65,23 @@ def _logical(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable
 class EmuArray:
     """An engine array (``raw``) bound to the emulating ops that round operations on it."""
 
-    __slots__ = ("_ops", "fmt", "prod", "raw")
+    __slots__ = ("_ops", "bounds", "fmt", "prod", "raw")
     # numpy: defer every ufunc and operator to our reflected methods (``ndarray * EmuArray``
     # must land in ``EmuArray.__rmul__``, not in an object-array loop).
     __array_ufunc__ = None
     __hash__ = None  # type: ignore[assignment]  # == is elementwise
 
-    def __init__(self, raw: Any, ops: RoundingArithmetic, fmt: FloatFormat | None = None) -> None:
+    def __init__(
+        self, raw: Any, ops: RoundingArithmetic, fmt: FloatFormat | None = None, bounds: Bounds | None = None
+    ) -> None:
         self.raw = raw
         self._ops = ops
         # A float format every value is known to be representable in (the last rounding's),
         # so a later rounding onto a format containing it can be skipped; None: unknown.
         self.fmt = fmt
+        # An interval every value is known to lie in, never NaN (value_bounds.Bounds), so a
+        # saturating profile can skip saturations that cannot change a value; None: unknown.
+        self.bounds = bounds
         # The raw operands when this is a product a contracting compiler may fuse into a
         # following addition (``a * b + c`` rounded once); None otherwise.
         self.prod: tuple[Any, Any] | None = None
@@ -122,16 +128,18 @@ class EmuArray:
     def __neg__(self) -> EmuArray:
         # fnuz formats have no -0, so a negated zero may leave the format
         fmt = self.fmt if self.fmt is None or self.fmt.special != "fnuz" else None
-        return EmuArray(-self.raw, self._ops, fmt)
+        b = None if self.bounds is None else (-self.bounds[1], -self.bounds[0])
+        return EmuArray(-self.raw, self._ops, fmt, b)
 
     def __pos__(self) -> EmuArray:
         return self
 
     def __abs__(self) -> EmuArray:
-        return EmuArray(abs(self.raw), self._ops, self.fmt)
+        b = None if self.bounds is None else (max(0.0, self.bounds[0], -self.bounds[1]), max(map(abs, self.bounds)))
+        return EmuArray(abs(self.raw), self._ops, self.fmt, b)
 
     def __getitem__(self, index: Any) -> EmuArray:
-        return EmuArray(self.raw[unwrap(index)], self._ops, self.fmt)
+        return EmuArray(self.raw[unwrap(index)], self._ops, self.fmt, self.bounds)
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -157,10 +165,10 @@ class EmuArray:
 
     @property
     def T(self) -> EmuArray:
-        return EmuArray(self.raw.T, self._ops, self.fmt)
+        return EmuArray(self.raw.T, self._ops, self.fmt, self.bounds)
 
     def reshape(self, *shape: Any) -> EmuArray:
-        return EmuArray(self.raw.reshape(*shape), self._ops, self.fmt)
+        return EmuArray(self.raw.reshape(*shape), self._ops, self.fmt, self.bounds)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes defined nowhere above: array methods such as .sum() or

@@ -16,8 +16,11 @@ sequences of their own: nearest-even (XLA's float16 conversion under JAX) and st
 (the IPU rounds every fp16 operation so), each about half the general algorithm or less.
 
 :func:`fast_rounder` returns such a rounder when the format qualifies and None otherwise (the
-caller uses round_float). The results are bit-identical to round_float for every input,
-stochastic rounding included (same random bits, same comparison); the tests check this.
+caller uses round_float). The results are bit-identical to round_float for every input, and so
+is stochastic rounding onto carrier-range formats (same random bits, same comparison); the tests
+check this. Stochastic rounding onto narrower-range formats (:class:`StreamRounder`) takes its
+bits in the order of an add-and-clear (issue 31 allowed replacing that model-owned stream): its
+tests are a reference of their own and statistical ones (``tests/accuracy/test_random_stream.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from hwbench.accuracy.numerics.random_bits import uniform_bits
 if TYPE_CHECKING:
     from hwbench.accuracy.numerics.rounding_bits import Plan
 
-__all__ = ["fast_rounder"]
+__all__ = ["StreamRounder", "fast_rounder"]
 
 # carrier -> (fraction bits, emin, emax, unsigned int dtype, float dtype)
 _CARRIERS = {
@@ -156,77 +159,96 @@ def _narrow_nearest_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
     return rounder
 
 
+class StreamRounder:
+    """A stochastic rounder that may take its 32 random bits per element from the caller.
+
+    The emulating ops pass the step stream's bits (``rand``, :func:`random_bits.op_bits`): one
+    multiply per rounding instead of a hash per element. Called without ``rand`` it draws
+    :func:`random_bits.uniform_bits` itself.
+    """
+
+    def __init__(self, fn: Rounder) -> None:
+        self._fn = fn
+
+    def __call__(self, xp: Any, x: Any, **kwargs: Any) -> Any:
+        return self._fn(xp, x, **kwargs)
+
+
 def _narrow_stochastic_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
     """Stochastic rounding onto a format with a narrower exponent range (fp16 on an fp32 carrier).
 
-    The IPU's fp16 mode rounds every operation stochastically; through the general algorithm that
-    was about forty integer operations per element. Same random bits, same decision as
-    :func:`hwbench.accuracy.numerics.rounding_bits.round_bits` with 32 random bits (round away
-    from zero when ``rand < floor(rem / 2^s * 2^32)``), in fewer steps:
+    The IPU's fp16 mode rounds every operation stochastically, so this sequence is the cost of
+    that mode. With ``d = 23 - m`` the bits an fp32 normal has below the format's ulp, it decides
+    with the top ``d`` random bits ``r``:
 
-    * where the dropped bits ``s`` stay within the carrier's fraction (normals and the format's
-      upper subnormals), that decision is a carry: ``rem + (2^s - 1 - (rand >> (32 - s)))``
-      reaches ``2^s`` exactly when ``rand >> (32 - s) < rem``, so adding ``~rand >> (32 - s)`` to
-      the magnitude and clearing the low ``s`` bits rounds, carry into the exponent included;
-    * below (the candidates are 0 and the smallest subnormal ``2^(emin - m)``) the threshold
-      ``floor(sig * 2^(32 - s))`` is ``|x| * 2^(32 + m - emin)`` truncated to an integer: an exact
-      power-of-two scaling, at most ``2^32``;
-    * overflow as the general algorithm decides it for stochastic rounding (inf, or the largest
-      value where the format saturates, NaN where it has no inf), inf inputs alike; NaN keeps its
-      bits.
+    * results in the format's normal range: ``(bits(|x|) + r) & ~(2^d - 1)`` — the add carries
+      into the kept bits (exponent included) exactly when ``r >= 2^d - F``, ``F`` the dropped
+      bits, so the probability of rounding away from zero is ``F / 2^d``, the dropped fraction
+      *exactly* (an fp32 value has no more bits there);
+    * below the smallest normal ``2^emin`` (the format's subnormals, a fixed grid of
+      ``2^(emin - m)``): ``2^emin`` is added first, which moves ``|x|`` into the binade whose
+      ulp *is* that grid, the same add-and-clear rounds it there, and ``2^emin`` is subtracted
+      again (exact). The first add is one fp32 rounding (to nearest even) of the bits below
+      ``2^(emin - 23)``, so there the probability is the dropped fraction to ``d`` bits (within
+      ``2^-d`` ulp); fp32 subnormal inputs (which XLA reads as zero) give the same result on
+      numpy and JAX because ``2^emin`` absorbs them (``emin >= -102``);
+    * overflow after rounding as the general algorithm decides it (the largest value where the
+      format saturates, inf, or NaN where it has none), inf inputs alike; NaN keeps its bits.
 
-    Other random-bit widths take the general algorithm (same bits). None for formats that flush
-    or have an unsigned zero.
+    About a dozen integer and float operations, a third of the general algorithm. Fewer than
+    ``d`` random bits take the general algorithm (with :func:`uniform_bits`). None for formats
+    that flush, have an unsigned zero, or reach fp32's own subnormal range.
     """
     from hwbench.accuracy.numerics.rounding_bits import plan
 
     if fmt.subnormals != "keep" or fmt.special == "fnuz" or carrier != "float32":
         return None
     p = plan(fmt, carrier, RoundingMode.STOCHASTIC)
-    if not (1 <= fmt.mantissa_bits < p.m_c and p.t - fmt.mantissa_bits >= 2):
+    if not (1 <= fmt.mantissa_bits < p.m_c and fmt.emin >= -102 and fmt.emin - fmt.mantissa_bits >= -126):
         return None
-    first_regular = p.t - fmt.mantissa_bits  # lowest exponent field with s <= m_c
-    k = 32 + fmt.mantissa_bits - fmt.emin  # |x| * 2^k: the tiny lanes' threshold (2^k may pass fp32's range)
-    scales = (
-        [np.float32(np.ldexp(1.0, k // 2)), np.float32(np.ldexp(1.0, k - k // 2))]
-        if k > 127
-        else [np.float32(np.ldexp(1.0, k))]
-    )
 
-    def rounder(xp: Any, x: Any, *, seed: int = 0, counter: Any = 0, random_bits: int = 32, index: Any = None) -> Any:
-        rand = uniform_bits(seed, counter, index, random_bits, xp=xp)
-        b = _to_bits(xp, x, np.uint32)
-        if random_bits != 32:  # the general algorithm, with the same bits
+    def rounder(
+        xp: Any,
+        x: Any,
+        *,
+        seed: int = 0,
+        counter: Any = 0,
+        random_bits: int = 32,
+        index: Any = None,
+        rand: Any = None,
+    ) -> Any:
+        if random_bits < p.d:  # the general algorithm, with that many bits of the hash
             from hwbench.accuracy.numerics.rounding_bits import round_bits
 
-            return _from_bits(xp, round_bits(xp, b, p, rand, random_bits), x.dtype)
-        out = _from_bits(xp, _stochastic_narrow_bits(xp, b, rand, p, first_regular, scales), x.dtype)
+            bits = uniform_bits(seed, counter, index, random_bits, xp=xp)
+            return _from_bits(xp, round_bits(xp, _to_bits(xp, x, np.uint32), p, bits, random_bits), x.dtype)
+        if rand is None:
+            rand = uniform_bits(seed, counter, index, 32, xp=xp)
+        out = _from_bits(xp, _stochastic_narrow_bits(xp, x, rand, p), x.dtype)
         return xp.where(xp.isnan(x), x, out)
 
-    return rounder
+    return StreamRounder(rounder)
 
 
-def _stochastic_narrow_bits(xp: Any, b: Any, rand: Any, p: Plan, first_regular: int, scales: list[Any]) -> Any:
-    """The bits of :func:`_narrow_stochastic_rounder`'s result (NaN aside): the carry for regular
-    lanes, the threshold on the scaled magnitude for tiny ones, then overflow and the sign."""
+def _stochastic_narrow_bits(xp: Any, x: Any, rand: Any, p: Plan) -> Any:
+    """The bits of :func:`_narrow_stochastic_rounder`'s result (NaN lanes aside)."""
 
     def u(c: int) -> Any:
         return xp.asarray(c, dtype=np.uint32)
 
-    mag = b & u(p.abs_mask)
-    e_field = mag >> u(p.m_c)
-    regular = e_field >= u(first_regular)
-    s = u(p.d) + xp.maximum(u(p.t), e_field) - e_field  # d + max(0, t - e)
-    s = xp.minimum(s, u(p.m_c))  # (only regular lanes use it)
-    low = (u(1) << s) - u(1)
-    res = (mag + (~rand >> (u(32) - s))) & ~low
-    tiny = _from_bits(xp, xp.where(regular, u(0), mag), np.float32)  # |x| where it is tiny, else 0
-    for scale in scales:
-        tiny = tiny * scale
-    res = xp.where(regular, res, xp.where(rand < tiny.astype(np.uint32), u(p.q_bits), u(0)))
-    overflow = p.max_bits if p.saturate else (p.inf if p.has_inf else p.qnan)
-    res = xp.where(res > u(p.max_bits), u(overflow), res)
-    return res | (b & u(p.sign))
+    b = _to_bits(xp, x, np.uint32)
+    sign = b & u(p.sign)
+    mag = b ^ sign
+    # 2^emin where |x| is below it (moves it into the binade whose ulp is the subnormal grid), else 0
+    lift = _from_bits(xp, xp.where(mag < u(p.minnorm_bits), u(p.minnorm_bits), u(0)), np.float32)
+    lifted = _to_bits(xp, _from_bits(xp, mag, np.float32) + lift, np.uint32)
+    res = (lifted + (rand >> u(32 - p.d))) & u(0xFFFFFFFF ^ ((1 << p.d) - 1))
+    res = _to_bits(xp, _from_bits(xp, res, np.float32) - lift, np.uint32)
+    if p.saturate:
+        res = xp.minimum(res, u(p.max_bits))
+    else:
+        res = xp.where(res > u(p.max_bits), u(p.inf if p.has_inf else p.qnan), res)
+    return res | sign
 
 
 def _is_ieee_half(fmt: FloatFormat) -> bool:

@@ -53,6 +53,7 @@ from hwbench.core.errors import UsageError
 __all__ = [
     "FMA_ENV",
     "agrees_with_binary64",
+    "clamp",
     "fma_probe_operands",
     "fma_route",
     "fma_salt",
@@ -327,6 +328,22 @@ def saturate(xp: Any, x: Any, max_value: float) -> Any:
     limit = np.asarray(min(max_value, float(np.finfo(dt).max)), dt)
     clipped = xp.clip(x, -limit, limit)
     return xp.where(xp.isnan(x), np.asarray(0, dt), clipped)
+
+
+def clamp(xp: Any, x: Any, max_value: float, *, lower: bool = True, upper: bool = True) -> Any:
+    """:func:`saturate` of an ``x`` known to hold no NaN, bit for bit, with fewer operations.
+
+    Without the NaN select, and as selects on a strict comparison (what x86's ``minps`` /
+    ``maxps`` compute), not as NaN-propagating minimum / maximum. ``lower`` / ``upper``: whether
+    that side can be out of range at all (``exp`` is never below ``-max``).
+    """
+    dt = np.dtype(x.dtype)
+    limit = np.asarray(min(max_value, float(np.finfo(dt).max)), dt)
+    if upper:
+        x = xp.where(x < limit, x, limit)
+    if lower:
+        x = xp.where(x > -limit, x, -limit)
+    return x
 
 
 def _bits(xp: Any, x: Any, idt: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["hash_key", "mix32", "uniform_bits"]
+__all__ = ["element_words", "hash_key", "mix32", "op_bits", "op_multiplier", "uniform_bits"]
 
 _M32 = 0xFFFFFFFF
 _GOLDEN = 0x9E3779B9  # 2^32 / phi, decorrelates consecutive inputs
@@ -104,6 +104,39 @@ def uniform_bits(seed: int, counter: Any, index: Any, nbits: int = 32, xp: Any =
     if nbits < 32:
         h = h >> xp.asarray(32 - nbits, dtype=xp.uint32)
     return h
+
+
+def element_words(seed: int, counter: Any, index: Any, xp: Any = None) -> Any:
+    """One odd ``uint32`` word per element for ``(seed, counter)``: the base of :func:`op_bits`.
+
+    A step of an emulated kernel draws these once per array shape (the hash of
+    :func:`uniform_bits`, forced odd) and derives every rounding's bits from them with one
+    multiply each, instead of hashing every element again for every operation.
+    """
+    if xp is None:
+        xp = _namespace_of(index, counter)
+    return uniform_bits(seed, counter, index, 32, xp) | xp.asarray(1, dtype=xp.uint32)
+
+
+def op_multiplier(key: int) -> int:
+    """The odd 32-bit multiplier of operation ``key`` (a 64-bit int, folded like a seed)."""
+    k0, k1 = _seed_words(key)
+    return _mix32_int(k0 ^ _mix32_int(k1 ^ _C_ELEM)) | 1
+
+
+def op_bits(words: Any, key: int, xp: Any = np) -> Any:
+    """32 random bits per element for operation ``key``: ``words * multiplier(key)`` modulo 2**32.
+
+    ``words`` are :func:`element_words` (odd): for an odd multiplier the product is a bijection of
+    the odd words, so its top bits are as uniform as the words, and elements stay independent
+    (their words are). Two operations on one element see ``w * a`` and ``w * b``: the top bits
+    of the second are those of the first times ``b / a`` (an odd 32-bit ratio) with the first's
+    19 low bits unknown, so a decision read from the top bits of one says next to nothing about
+    the other; tests/accuracy/test_random_stream.py measures it. Use the *top* bits: the low ones
+    of a product depend only on the low bits of the word (the lowest is always 1).
+    """
+    with np.errstate(over="ignore"):
+        return words * xp.asarray(op_multiplier(key), dtype=xp.uint32)
 
 
 def _namespace_of(*values: Any) -> Any:

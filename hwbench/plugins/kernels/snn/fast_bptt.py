@@ -120,19 +120,25 @@ def _backward(ops: Any, spec: NetSpec, res: tuple[Any, ...], g: Any) -> tuple[An
     du2 = _output_layer_back(ops, spec, g * sg.derivative(ops, u2s - p.thr), z2s)  # (T, B, 10)
     zero = spec.reset == "zero"
     w2t = w2.T
-    batch_dim = (((0,), (0,)), ((), ()))
+    # dW2^T += du2_t^T z1: as (10, hidden), XLA's CPU dot is ~3x faster than as (hidden, 10); and
+    # with du2_t^T laid out (10, batch) once, outside the loop, it is a plain row-major product that
+    # XLA:CPU hands to its fast dot kernel (contracting both operands' batch axis took a generic path)
+    du2t = jnp.swapaxes(du2, 1, 2)
 
-    def body(st: Any, du2_t: Any) -> Any:
+    def body(st: Any, xs: Any) -> Any:
         u1, z1, c, dcur, dw2t = st
+        du2_t, du2t_t = xs
+        # subtract reset: C_t = 1 + beta C_{t-1} is the same for every neuron (a scalar carry);
+        # zero reset masks it per neuron
         c = 1.0 + (jnp.where(z1 > 0.5, jnp.zeros_like(c), p.beta * c) if zero else p.beta * c)
         u1 = neurons.leaky(ops, u1, z1, cur1, p)
         z1 = _spike(ops, u1, p.thr)
         dcur = dcur + c * sg.derivative(ops, u1 - p.thr) * jnp.matmul(du2_t, w2t)
-        # dW2^T += du2_t^T z1: as (10, hidden), XLA's CPU dot is ~3x faster than as (hidden, 10)
-        dw2t = dw2t + lax.dot_general(du2_t, z1, batch_dim)
+        dw2t = dw2t + jnp.matmul(du2t_t, z1)
         return (u1, z1, c, dcur, dw2t), None
 
     zero1 = jnp.zeros_like(cur1)
-    init = (zero1, zero1, zero1, zero1, jnp.zeros_like(w2t))
-    _, _, _, dcur, dw2t = lax.scan(body, init, du2)[0]
+    c0 = zero1 if zero else jnp.zeros((), cur1.dtype)
+    init = (zero1, zero1, c0, zero1, jnp.zeros_like(w2t))
+    _, _, _, dcur, dw2t = lax.scan(body, init, (du2, du2t))[0]
     return dcur, dw2t.T
