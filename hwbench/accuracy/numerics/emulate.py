@@ -13,7 +13,8 @@ Semantics worth knowing (also in ``docs/profiles.md``):
 * Every *operation* is rounded, not every expression: ``a * b + c`` is a MUL rounding then an
   ADD rounding, as on hardware without fused multiply-add — unless the profile has an ``fma``
   entry (a contracting compiler): then a product feeding an addition or subtraction is fused
-  with it and rounded once, exactly (:func:`~hwbench.accuracy.numerics.native_fp32.fused_multiply_add`).
+  with it and rounded once, exactly (:func:`~hwbench.accuracy.numerics.native_fp32.fused_multiply_add`;
+  on JAX the host's FMA instruction where a start-up probe finds it exact, else binary64).
   On the JAX engine XLA:CPU itself contracts single-use native products (the reference does
   too); the numpy engine never does. Operands are first rounded to the
   op's ``input_format`` where one is set. Python float constants become carrier constants.
@@ -61,6 +62,7 @@ from hwbench.accuracy.numerics.fast_rounding import StreamRounder, fast_rounder
 from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode, float_format
 from hwbench.accuracy.numerics.native_fp32 import (
     clamp,
+    fma_salt,
     fused_multiply_add,
     offset_ulps,
     saturate,
@@ -259,6 +261,7 @@ class EmulatingOps:
         self._operand_fmt = float_format(CARRIER_FORMATS[profile.carrier]) if wide else None
         self._step: Any = 0
         self._op = 0
+        self._fmas = 0
         self._prev: Any = None
         self._tables: dict[int, tuple[Any, np.ndarray | None]] = {}
         self._fast: dict[tuple[FloatFormat, RoundingMode], Any] = {}
@@ -283,6 +286,7 @@ class EmulatingOps:
         self._step = step
         self._op = 0
         self._words = {}
+        self._fmas = 0
         if self._tally is not None:
             self._tally.reset()
 
@@ -474,9 +478,22 @@ class EmulatingOps:
                 c = -c  # a * b - c
             else:
                 x = -x  # c - a * b = (-a) * b + c
-        fused = fused_multiply_add(self._be.xp, x, y, c)
+        fused = fused_multiply_add(self._be.xp, x, y, c, salt=self._fma_salt())
         inputs = (prod.raw, self._value(other))
         return self._finish(self.rules[OpClass.FMA], fused, inputs, function="fma")
+
+    def _fma_salt(self) -> Any:
+        """The next contraction's salt for the host-FMA route (``native_fp32.fma_salt``), or None
+        (the binary64 route) on numpy and where the step is not a traced value: a constant salt
+        would be folded away, and with it what keeps the product apart."""
+        if self._be.xp is np:
+            return None
+        import jax
+
+        if not isinstance(self._step, jax.core.Tracer):
+            return None
+        self._fmas += 1
+        return fma_salt(self._step, self._fmas)
 
     def _unary(self, cls: OpClass, fn: Callable[[Any], Any], x: Any, function: str = "") -> EmuArray:
         rule = self.rules[cls]

@@ -11,6 +11,19 @@ emulating namespace (:mod:`hwbench.accuracy.numerics.emulate`) only decides *whe
   that to fp32 is then the correctly rounded ``a * b + c``: rounding to odd with at least two
   extra bits never double-rounds (Boldo & Melquiond, "Emulation of FMA and correctly rounded
   sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008).
+  That binary64 route costs about twenty binary64 operations per contraction. On the JAX engine
+  the host's own FMA instruction computes the same rounding for the price of a multiply-add:
+  XLA:CPU (through LLVM) contracts ``a * b + c`` into it when the product has no other use and
+  the addend is no product LLVM could fuse instead. :func:`fused_multiply_add` makes both true
+  whatever XLA fuses: it xors a *salt* into the operands' bit patterns (:func:`fma_salt`: zero at
+  run time, unprovable at compile time, different for every contraction of a step), so no
+  compiler can merge the product with another nor see the addend as a product.
+  ``lax.optimization_barrier`` does not do it: XLA:CPU drops barriers before it has finished
+  simplifying and fusing (measured: io-ehh runs then differ). The hardware route is used only
+  where :func:`hardware_fma_exact` — a once-per-process probe on double-rounding traps, random,
+  subnormal, overflowing and special operands, a product with another use and an addend that
+  is a product — finds it bit-identical to the binary64 route; else, and wherever
+  ``HWBENCH_FMA=binary64`` is set, the binary64 route runs. The numpy engine always uses it.
 * :func:`offset_ulps` — an error model for a transcendental function or division whose vendor
   formula is not public: the reference's result moved by a whole number ``k`` of representable
   steps, ``k`` uniform on ``{-n, ..., n}``, drawn from a counter-based stream keyed by (run seed,
@@ -26,14 +39,31 @@ or exp and log on one device, never share an error pattern.
 
 from __future__ import annotations
 
+import functools
+import os
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from hwbench.accuracy.numerics.random_bits import uniform_bits
+from hwbench.core.errors import UsageError
 
-__all__ = ["clamp", "fused_multiply_add", "offset_ulps", "saturate", "stream_key", "ulp_offsets"]
+__all__ = [
+    "FMA_ENV",
+    "agrees_with_binary64",
+    "clamp",
+    "fma_probe_operands",
+    "fma_route",
+    "fma_salt",
+    "fused_multiply_add",
+    "hardware_fma_exact",
+    "offset_ulps",
+    "saturate",
+    "stream_key",
+    "ulp_offsets",
+]
 
 _M32 = 0xFFFFFFFF
 
@@ -87,20 +117,194 @@ def offset_ulps(xp: Any, y: Any, k: Any) -> Any:
     return xp.where(xp.isfinite(y), out, y)
 
 
-def fused_multiply_add(xp: Any, a: Any, b: Any, c: Any) -> Any:
+def fused_multiply_add(xp: Any, a: Any, b: Any, c: Any, *, salt: Any = None) -> Any:
     """``a * b + c`` rounded once to the fp32 carrier (see the module docstring for why exact).
 
-    ``a``, ``b``, ``c`` are float32 arrays (or scalars broadcasting against them). On JAX the
-    binary64 intermediates need 64-bit types; they are switched on for this computation only.
+    ``a``, ``b``, ``c`` are float32 arrays (or scalars broadcasting against them). On JAX, the
+    host's FMA instruction where :func:`fma_route` says ``"hardware"`` and a ``salt`` is given
+    (:func:`fma_salt`: a traced integer zero, distinct for every contraction of a program); else
+    binary64 rounded to odd, whose intermediates need 64-bit types (switched on for this
+    computation only).
     """
     if xp is np:
         return _fma_f64(np, np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64))
+    if salt is not None and fma_route() == "hardware":
+        return _hardware_fma()(a, b, c, salt)
+    return _fma_f64_jax(xp, a, b, c)
+
+
+def fma_salt(step: Any, k: int) -> Any:
+    """The ``k``-th contraction's salt in a step numbered ``step`` (a traced int32, never negative).
+
+    ``(step >> 31) * (2k + 1)`` is zero at run time, but neither XLA nor LLVM can prove it (the
+    step is a run-time value), and every ``k`` gives a different expression: xor-ed into the
+    operands' bit patterns it changes no value, yet no compiler can merge this contraction's
+    product with another product of the same operands, nor see the addend as a product.
+    """
+    import jax.numpy as jnp
+
+    return (jnp.asarray(step, jnp.int32) >> 31) * jnp.int32(2 * k + 1)
+
+
+FMA_ENV = "HWBENCH_FMA"
+"""The environment variable that picks the JAX engine's FMA route: ``auto`` (the default: the
+host's FMA where :func:`hardware_fma_exact` holds) or ``binary64`` (always the binary64 route)."""
+
+_ROUTES = ("auto", "binary64")
+
+
+def fma_route() -> str:
+    """``"hardware"`` or ``"binary64"``: how the JAX engine computes a contracted ``a * b + c``.
+
+    ``$HWBENCH_FMA`` is read at every call (tests switch it); an unknown value is a usage error.
+    """
+    choice = os.environ.get(FMA_ENV, "auto").strip().lower() or "auto"
+    if choice not in _ROUTES:
+        raise UsageError(f"{FMA_ENV}={choice!r}: expected one of {', '.join(_ROUTES)}")
+    if choice == "binary64":
+        return "binary64"
+    return "hardware" if hardware_fma_exact() else "binary64"
+
+
+def _fma_f64_jax(xp: Any, a: Any, b: Any, c: Any) -> Any:
     import jax
 
     with jax.enable_x64(True):
         f64 = xp.float64
         out = _fma_f64(xp, xp.asarray(a).astype(f64), xp.asarray(b).astype(f64), xp.asarray(c).astype(f64))
     return out
+
+
+@functools.cache
+def _hardware_fma() -> Any:
+    """The jitted hardware formulation: a product whose only use is the addition.
+
+    A product with another use is not contracted (LLVM's x86 back end fuses only single-use
+    products), and two equal products are one after CSE; an addend that is itself a single-use
+    product in the same loop may be fused instead of ours. The salt (:func:`fma_salt`), xor-ed
+    into the bit patterns of ``a``, ``b`` and an array ``c``, makes this product's operands
+    distinct from every other value and the addend no product, for any fusion XLA chooses.
+    Under an outer ``jax.jit`` this is inlined into the caller's fused loops; alone, it is its
+    own compiled program (op-by-op execution contracts too).
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def hide(x: Any, salt: Any) -> Any:
+        bits = lax.bitcast_convert_type(jnp.asarray(x, jnp.float32), jnp.int32)
+        return lax.bitcast_convert_type(bits ^ salt, jnp.float32)
+
+    def fma(a: Any, b: Any, c: Any, salt: Any) -> Any:
+        c2 = c if isinstance(c, (int, float, np.generic)) else hide(c, salt)  # a constant is no product
+        return hide(a, salt) * hide(b, salt) + c2
+
+    return jax.jit(fma)
+
+
+@functools.cache
+def hardware_fma_exact() -> bool:
+    """Whether the hardware formulation equals the binary64 route bit for bit on this host.
+
+    Probed once per process (:func:`agrees_with_binary64`); any difference (a host without FMA,
+    an XLA that stops contracting) keeps the binary64 route.
+    """
+    return agrees_with_binary64(_hardware_fma())
+
+
+def agrees_with_binary64(fma: Callable[[Any, Any, Any, Any], Any]) -> bool:
+    """Whether the JAX function ``fma(a, b, c, salt)`` equals the binary64 route bit for bit.
+
+    On :func:`fma_probe_operands` (double-rounding traps, random triples over a wide exponent
+    range, cancellation, subnormals, overflow, infinities and NaN): called alone, and inside one
+    jitted program with salts from a run-time step (:func:`fma_salt`): with a scalar ``a``
+    broadcasting, with a product that has another use (the program returns it), and with an
+    addend that is a single-use product — what a kernel's step has.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def bits(x: Any) -> Any:
+        return np.asarray(x).view(np.uint32)
+
+    @jax.jit
+    def in_a_program(x: Any, y: Any, z: Any, step: Any) -> Any:
+        p = x * y  # returned too: a second use
+        salts = [fma_salt(step, k) for k in range(4)]
+        return fma(x, y, z, salts[0]), fma(x, y, p, salts[1]), fma(x[7], y, z, salts[2]), fma(x, y, z * y, salts[3]), p
+
+    @jax.jit
+    def reference(x: Any, y: Any, z: Any, p: Any) -> Any:
+        return (
+            _fma_f64_jax(jnp, x, y, z),
+            _fma_f64_jax(jnp, x, y, p),
+            _fma_f64_jax(jnp, x[7], y, z),
+            _fma_f64_jax(jnp, x, y, z * y),
+        )
+
+    a, b, c = fma_probe_operands()
+    try:
+        # the first contraction is usually met while a kernel's step is being traced: run the
+        # probe's programs now, not staged into that trace
+        with jax.ensure_compile_time_eval():
+            *got, p = in_a_program(a, b, c, np.int32(3))
+            want = reference(a, b, c, p)
+            alone = fma(a, b, c, fma_salt(np.int32(0), 0))
+        checks = [(bits(alone), bits(want[0]))] + [(bits(g), bits(w)) for g, w in zip(got, want, strict=True)]
+    except Exception:  # a formulation that fails to compile or run is not this route
+        return False
+    return all(_same(got, exp) for got, exp in checks)
+
+
+def _same(got: Any, want: Any) -> bool:
+    """Identical bits, or NaN in both: a NaN's sign and payload follow operand order, which XLA
+    may swap in a commutative op between compilations (the emulation fixtures allow it too)."""
+    g, w = got.view(np.float32), want.view(np.float32)
+    return bool(g.shape == w.shape and ((got == want) | (np.isnan(g) & np.isnan(w))).all())
+
+
+def fma_probe_operands() -> tuple[Any, Any, Any]:
+    """float32 triples where a wrong fused multiply-add shows: the probe's (and tests') operands."""
+    a_ = 1 + 2.0**-12  # (1 + 2^-12)^2 lies on a binary32 midpoint: c decides, binary64 double-rounds
+    traps = [
+        (a_, a_, 2.0**-100),
+        (a_, a_, -(2.0**-100)),
+        (-a_, a_, 2.0**-100),
+        (a_, -a_, -(2.0**-100)),
+        (1 + 2.0**-23, 1 + 2.0**-23, -(2.0**-75)),
+        (3 * a_, a_, 2.0**-90),
+    ]
+    big, tiny = float(np.finfo(np.float32).max), float(np.finfo(np.float32).smallest_subnormal)
+    inf, nan = float("inf"), float("nan")
+    edges = [
+        (2.0**-75, 2.0**-75, 0.0),  # product far below the subnormals
+        (2.0**-70, 2.0**-70, tiny),  # a subnormal sum
+        (tiny, 0.5, tiny),
+        (tiny, 1.5, -tiny),
+        (2.0**-126, 0.75, 0.0),  # a subnormal product
+        (2.0**64, 2.0**64, -big),  # the product overflows binary32, the sum does not
+        (big, 2.0, -big),
+        (big, 1.0, big),  # overflow to inf
+        (-0.0, 1.0, -0.0),
+        (0.0, -1.0, 0.0),
+        (inf, 0.0, 1.0),
+        (inf, 1.0, -inf),
+        (nan, 1.0, 1.0),
+        (1.0, 1.0, nan),
+        (inf, 2.0, 3.0),
+    ]
+    rng = np.random.default_rng(31)
+    n = 4096
+    rand = [rng.standard_normal(n) * 2.0 ** rng.integers(-30, 30, n) for _ in range(3)]
+    near = rng.standard_normal(n)  # c close to -a*b: cancellation, the low bits decide
+    rand_c = np.concatenate([rand[2], -(rand[0][:n] * rand[1][:n]) * (1 + near * 2.0**-20)])
+    cols = [
+        np.concatenate([np.array([t[i] for t in traps + edges]), np.tile(rand[i], 2) if i < 2 else rand_c])
+        for i in range(3)
+    ]
+    with np.errstate(over="ignore"):
+        out = tuple(np.asarray(col, np.float32) for col in cols)
+    return out[0], out[1], out[2]
 
 
 def _fma_f64(xp: Any, a: Any, b: Any, c: Any) -> Any:
