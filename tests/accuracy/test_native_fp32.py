@@ -31,6 +31,7 @@ from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
 from hwbench.accuracy.numerics.native_fp32 import (
     fused_multiply_add,
     offset_ulps,
+    offsets_from_bits,
     saturate,
     stream_key,
     ulp_offsets,
@@ -193,6 +194,45 @@ def test_offsets_are_independent_across_elements_and_steps() -> None:
     assert np.all(np.abs(pairs - draws / 9) <= SIGMAS * sd)
     again = ulp_offsets(7, 1, idx, 1, np, np.float32)
     assert np.array_equal(again, k1)  # deterministic for a seed
+
+
+def emulated_offsets(step: int, functions: tuple[str, ...], n: int = 1, draws: int = 1_000_000) -> list[np.ndarray]:
+    """The offsets the a100 [cuda-fp32] emulating ops draw at ``step`` for consecutive perturbed
+    results of ``functions``, ``draws`` elements each, through the ops' own stream (issue 31: the
+    step's element words times each result's odd multiplier, top 24 bits)."""
+    ops = emulating_ops(A100Device().numerics("cuda-fp32"), counters=False, seed=3)(NumpyOps(np.float32))
+    ops.begin_step(step)
+    out = []
+    for function in functions:
+        seed = ops._next_seed(1, extra=stream_key("a100", function, 0))
+        bits = ops._stream_bits((draws,), seed) >> np.uint32(8)
+        out.append(offsets_from_bits(bits, n, np, np.float32))
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_the_emulated_stream_is_uniform_on_minus_n_to_n(n: int) -> None:
+    draws = 1_200_000
+    (k,) = emulated_offsets(4, ("exp",), n, draws)
+    assert int(k.min()) == -n and int(k.max()) == n
+    counts = np.bincount(k + n, minlength=2 * n + 1)
+    p = 1 / (2 * n + 1)
+    assert np.all(np.abs(counts - draws * p) <= SIGMAS * math.sqrt(draws * p * (1 - p))), counts
+    assert abs(k.mean()) <= SIGMAS * math.sqrt(n * (n + 1) / 3 / draws)  # unbiased
+
+
+def test_the_emulated_stream_is_independent_across_elements_steps_and_results() -> None:
+    draws = 1_000_000
+    div0, exp0 = (k.astype(np.float64) for k in emulated_offsets(0, ("div", "exp"), draws=draws))
+    (div1,) = (k.astype(np.float64) for k in emulated_offsets(1, ("div",), draws=draws))
+    bound = SIGMAS / math.sqrt(draws)
+    sd = math.sqrt(draws / 9 * (8 / 9))
+    for a, b in ((div0, div1), (div0, exp0), (div0[:-1], div0[1:])):  # steps, results, neighbours
+        assert abs(np.corrcoef(a, b)[0, 1]) <= bound
+        pairs = np.bincount(((a + 1) * 3 + (b + 1)).astype(np.int64), minlength=9)  # joint: uniform
+        assert np.all(np.abs(pairs - len(a) / 9) <= SIGMAS * sd), pairs
+    again = emulated_offsets(1, ("div",), draws=draws)[0]
+    assert np.array_equal(again, div1)  # deterministic for a seed
 
 
 def test_offsets_move_by_whole_steps_and_keep_sign_and_specials() -> None:

@@ -65,9 +65,9 @@ from hwbench.accuracy.numerics.native_fp32 import (
     fma_salt,
     fused_multiply_add,
     offset_ulps,
+    offsets_from_bits,
     saturate,
     stream_key,
-    ulp_offsets,
 )
 from hwbench.accuracy.numerics.profile import CARRIER_FORMATS, ErrorModel, NumericsProfile, same_float_format
 from hwbench.accuracy.numerics.random_bits import element_words, op_bits
@@ -705,7 +705,9 @@ class EmulatingOps:
             return y
         be, xp, dt = self._be, self._be.xp, self._np_dtype
         seed = self._next_seed(1, extra=stream_key(self.profile.device, function, error.seed))
-        k = ulp_offsets(seed, self._step, self._flat_index(y.shape), n, xp, dt)
+        # the top 24 bits of the step's element words times this function's multiplier
+        bits = self._stream_bits(y.shape, seed) >> xp.asarray(8, dtype=xp.uint32)
+        k = offsets_from_bits(bits, n, xp, dt)
         if same_float_format(fmt, self._native):
             return offset_ulps(xp, y, k)
         if fmt.emin >= self._native.emin:

@@ -60,6 +60,7 @@ __all__ = [
     "fused_multiply_add",
     "hardware_fma_exact",
     "offset_ulps",
+    "offsets_from_bits",
     "saturate",
     "stream_key",
     "ulp_offsets",
@@ -85,7 +86,15 @@ def ulp_offsets(seed: int, counter: Any, index: Any, n: int, xp: Any, dtype: Any
     ``n`` against the product rounding up to ``2n + 1``. Each ``k`` has probability within
     ``2**-24`` of ``1 / (2n + 1)``. Returned in the signed integer type of ``dtype``'s width.
     """
-    bits = uniform_bits(seed, counter, index, 24, xp=xp)
+    return offsets_from_bits(uniform_bits(seed, counter, index, 24, xp=xp), n, xp, dtype)
+
+
+def offsets_from_bits(bits: Any, n: int, xp: Any, dtype: Any) -> Any:
+    """:func:`ulp_offsets` of given 24-bit uniform ``bits`` (``uint32``, below ``2**24``).
+
+    The emulating ops draw these from the step's element words (``random_bits.op_bits``, one
+    multiply per perturbed result) instead of hashing every element again (issue 31).
+    """
     dt = np.dtype(dtype)
     sdt = np.int32 if dt.itemsize == 4 else np.int64
     m = 2 * n + 1
