@@ -422,7 +422,7 @@ def concurrently(threads: int | None, parts: list[Callable[[], T]]) -> list[T]:
     independent; run one after the other they leave a core idle while the longest baseline (the
     fp64 gold) finishes and again while a candidate runs alone. XLA releases the GIL while it
     compiles and executes, so the other parts fill those gaps. A failed part fails the whole (the
-    parts not yet started never start)."""
+    first failure in order is raised; the others are not waited for)."""
     if threads == 1 or len(parts) < 2:
         return [part() for part in parts]
     pool = ThreadPoolExecutor(max_workers=len(parts))
