@@ -61,6 +61,24 @@ def test_devices_json_describes_the_cpu(capsys: pytest.CaptureFixture[str]) -> N
         assert record["status"] in ("real", "emulated", "unavailable") and record["reason"], record
 
 
+def test_the_devices_table_builds_no_profile(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table shows no profile, so it builds none (the JSON, which has them, does)."""
+    built: list[str] = []
+    for device in host.get_registry().devices.values():
+
+        def counting(mode: str | None = None, overrides: Any = None, _device: Any = device) -> Any:
+            built.append(_device.name)
+            return type(_device).numerics(_device, mode, overrides)
+
+        monkeypatch.setattr(device, "numerics", counting)
+    code, out, err = run(capsys, "devices")
+    assert code == 0, err
+    assert "cpu" in out and not built
+    assert run_json(capsys, "devices") and "groq" in built
+
+
 def test_kernels_json(capsys: pytest.CaptureFixture[str]) -> None:
     kernels = {k["name"]: k for k in run_json(capsys, "kernels")}
     ring = kernels["leaky-ring"]

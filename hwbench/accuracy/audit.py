@@ -15,6 +15,7 @@ sweeps all call it (or build an :class:`Auditor`).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from hwbench.accuracy.stepped import (
@@ -22,6 +23,7 @@ from hwbench.accuracy.stepped import (
     Job,
     ProtocolData,
     Resolved,
+    concurrently,
     perturbed_voltages,
     reversed_sum_order,
     with_grid_index,
@@ -131,9 +133,14 @@ class Auditor:
         enable_compilation_cache()
         chosen = self.preflight(candidates)
         ctx = self.context(candidates)
-        reports: list[ProtocolReport] = []
-        for protocol in chosen:
-            reports += protocol.run(ctx)
+        # the protocols are independent (own scenario, baselines and candidates): run at once
+        runs = concurrently(self.settings.threads, [partial(protocol.run, ctx) for protocol in chosen])
+        reports: list[ProtocolReport] = [report for run in runs for report in run]
+        # the plots' data in the protocols' order, however the threads finished
+        names = [p.name for p in chosen]
+        ordered = sorted(self.data.items(), key=lambda item: names.index(item[0]) if item[0] in names else len(names))
+        self.data.clear()
+        self.data.update(ordered)
         reasons = [
             f"{p.name}: {v.device} [{v.mode}] {v.verdict.value} - {v.reasons[0] if v.reasons else ''}"
             for p in reports

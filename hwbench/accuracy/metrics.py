@@ -6,6 +6,7 @@ come from the engines at step resolution (first upward threshold crossing per sa
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -132,10 +133,25 @@ def van_rossum(a: np.ndarray, b: np.ndarray, tau: float) -> float:
     def k(x: np.ndarray, y: np.ndarray) -> float:
         if x.size == 0 or y.size == 0:
             return 0.0
+        if x.ndim == y.ndim == 1 and x.dtype == y.dtype:
+            return _kernel_sum(x.dtype.str, x.tobytes(), y.tobytes(), tau)
         return float(np.exp(-np.abs(x[:, None] - y[None, :]) / tau).sum())
 
     d2 = 0.5 * (k(a, a) + k(b, b) - 2 * k(a, b))
     return math.sqrt(max(d2, 0.0))
+
+
+@functools.lru_cache(maxsize=1 << 13)
+def _kernel_sum(dtype: str, x: bytes, y: bytes, tau: float) -> float:
+    """``sum_ij exp(-|x_i - y_j| / tau)`` of two 1-D spike-time arrays given as their bytes, remembered.
+
+    Why: an audit compares every run with the same reference, cell by cell, twice (the protocol's
+    spike comparison and the registered spike-agreement metric), so the reference's own term is
+    asked for once per run and most cells' trains are the reference's own (then all three terms
+    are one). This O(n^2) sum was the costliest part of comparing the runs; remembered, each
+    distinct pair is computed once, by the very same expression (the same bits)."""
+    a, b = np.frombuffer(x, dtype=dtype), np.frombuffer(y, dtype=dtype)
+    return float(np.exp(-np.abs(a[:, None] - b[None, :]) / tau).sum())
 
 
 def spike_metrics(

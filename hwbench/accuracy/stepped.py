@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,8 @@ from hwbench.core.layout import pass_major_order
 from hwbench.core.protocol_facts import CONTRACT2_FLOORS
 from hwbench.core.runner import resolve_mode
 from hwbench.core.scenario import Scenario, Trace, run_scenario
+
+T = TypeVar("T")
 
 BASE_RUNS = ("reference", "gold (CPU fp64)", "ensemble: reversed order", "ensemble: +1 ulp V0")
 
@@ -290,15 +292,14 @@ class SteppedProtocol(AuditProtocol):
         return jobs
 
     def _traces(self, ctx: AuditContext, scenario: Scenario, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
-        """Run the jobs; refuse a protocol whose reference fails, and locate each candidate's violation."""
+        """Run the jobs (candidates' violations located by ``_execute_candidates``); refuse a protocol
+        whose reference fails, and add each violation's grid index."""
         traces = self._execute_all(ctx, scenario, kernel, jobs)
         ref = traces["reference"]
         if ref.violation:
             raise UnavailableError(f"the CPU fp32 reference itself failed a hard check in {self.name}: {ref.violation}")
         for job in jobs:
             trace = traces[job.label]
-            if self.forensics and job.role == "candidate" and trace.violation and trace.checkpoints:
-                trace.violation = self.forensics(job, kernel, trace) or trace.violation
             if trace.violation:
                 trace.violation = with_grid_index(trace.violation, job.workload)
         return traces
@@ -348,9 +349,23 @@ class SteppedProtocol(AuditProtocol):
         prefix = f"{self.name}: "
         key = (self.name, kernel.name, scenario.seed, scenario.reduced, scenario.total_ms, ctx.settings.engine)
         base = [j for j in jobs if j.role in ("reference", "gold", "ensemble")]
-        traces: dict[str, Trace] = ctx.baseline(key, lambda: self._execute_base(ctx, prefix, kernel, base))
-        rest = self._execute(ctx, prefix, kernel, [j for j in jobs if all(j is not b for b in base)])
-        return {**traces, **rest}
+        others = [j for j in jobs if all(j is not b for b in base)]
+        # the candidates run beside the baselines (with cached baselines they run alone, as before)
+        parts: list[Callable[[], dict[str, Trace]]] = [
+            lambda: ctx.baseline(key, lambda: self._execute_base(ctx, prefix, kernel, base)),
+            lambda: self._execute_candidates(ctx, prefix, kernel, others),
+        ]
+        return {label: trace for part in concurrently(ctx.settings.threads, parts) for label, trace in part.items()}
+
+    def _execute_candidates(self, ctx: AuditContext, prefix: str, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
+        """Run the candidates (and their dt/k runs), then locate each candidate's violation to its
+        step (``forensics``): in the candidates' own thread, so the replay overlaps the baselines."""
+        traces = self._execute(ctx, prefix, kernel, jobs)
+        for job in jobs:
+            trace = traces[job.label]
+            if self.forensics and job.role == "candidate" and trace.violation and trace.checkpoints:
+                trace.violation = self.forensics(job, kernel, trace) or trace.violation
+        return traces
 
     def _execute_base(self, ctx: AuditContext, prefix: str, kernel: Kernel, base: list[Job]) -> dict[str, Trace]:
         """The baseline runs, through the on-disk baseline cache (:mod:`hwbench.accuracy.baseline_cache`;
@@ -397,6 +412,28 @@ class SteppedProtocol(AuditProtocol):
             raise
         pool.shutdown()
         return {label: trace for group in results for label, trace in group}
+
+
+def concurrently(threads: int | None, parts: list[Callable[[], T]]) -> list[T]:
+    """The result of every part, in order; the parts run at once (one thread each) unless
+    ``threads`` is 1.
+
+    Why: a first audit's baselines (three programs), its candidates and its other protocols are
+    independent; run one after the other they leave a core idle while the longest baseline (the
+    fp64 gold) finishes and again while a candidate runs alone. XLA releases the GIL while it
+    compiles and executes, so the other parts fill those gaps. A failed part fails the whole (the
+    first failure in order is raised; the others are not waited for)."""
+    if threads == 1 or len(parts) < 2:
+        return [part() for part in parts]
+    pool = ThreadPoolExecutor(max_workers=len(parts))
+    try:
+        futures = [pool.submit(part) for part in parts]
+        results = [future.result() for future in futures]
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
 
 
 def run_group(ctx: AuditContext, prefix: str, kernel: Kernel, group: list[Job]) -> list[tuple[str, Trace]]:

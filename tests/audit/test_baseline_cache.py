@@ -45,8 +45,8 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def audit(seed: int = 7, cache: bool = True) -> AuditReport:
-    settings = AuditSettings(kernel=KERNEL, quick=True, seed=seed, cache=cache)
+def audit(seed: int = 7, cache: bool = True, threads: int | None = None) -> AuditReport:
+    settings = AuditSettings(kernel=KERNEL, quick=True, seed=seed, cache=cache, threads=threads)
     return standard_auditor(get_registry(), settings).run([Candidate("groq")])
 
 
@@ -86,6 +86,15 @@ def test_a_cached_audit_reports_what_a_fresh_one_does(cache_dir: Path) -> None:
     assert flags == {(p, lab): not lab.startswith("groq") for p, lab in flags}, flags
     assert comparable(cached) == comparable(fresh)
     assert comparable(audit(cache=False)) == comparable(fresh)
+
+
+def test_runs_at_once_report_what_runs_one_after_another_do(cache_dir: Path) -> None:
+    """The protocols, their baselines and their candidates run in threads of their own unless
+    ``threads`` is 1: the report (protocol and run order included) must not depend on it."""
+    one_by_one = audit(cache=False, threads=1)
+    at_once = audit(cache=False)
+    assert [p.name for p in at_once.protocols] == [p.name for p in one_by_one.protocols] == ["validation", "stress"]
+    assert comparable(at_once) == comparable(one_by_one)
 
 
 def test_a_stale_entry_is_never_used(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

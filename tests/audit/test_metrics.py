@@ -60,6 +60,29 @@ def test_van_rossum_closed_form_matches_integral_of_definition(a, b):
     assert exact == pytest.approx(numeric, rel=0.02, abs=2e-3)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 2000), max_size=40),
+    st.lists(st.integers(0, 2000), max_size=40),
+    st.sampled_from([np.float64, np.float32]),
+)
+def test_van_rossum_remembered_sums_are_the_computed_ones_bit_for_bit(a, b, dtype):
+    """The remembered kernel sums give exactly the bits of the direct expression, asked for in any
+    order, with equal trains and with trains that share the same bytes under another dtype."""
+
+    def direct(x, y, tau):
+        def k(p, q):
+            return float(np.exp(-np.abs(p[:, None] - q[None, :]) / tau).sum()) if p.size and q.size else 0.0
+
+        return math.sqrt(max(0.5 * (k(x, x) + k(y, y) - 2 * k(x, y)), 0.0))
+
+    x, y = np.sort(np.array(a, dtype=dtype)) * dtype(0.025), np.sort(np.array(b, dtype=dtype)) * dtype(0.025)
+    for p, q in ((x, y), (y, x), (x, x), (x, y)):
+        assert van_rossum(p, q, 10.0) == direct(p, q, 10.0)
+    ints = np.int32 if dtype == np.float32 else np.int64  # the same bytes read as integers: another sum
+    assert van_rossum(x.view(ints), y.view(ints), 10.0) == direct(x.view(ints), y.view(ints), 10.0)
+
+
 def test_van_rossum_known_values():
     assert van_rossum(np.array([3.0]), np.array([3.0]), 10.0) == 0.0
     assert van_rossum(np.array([1.0]), np.array([]), 10.0) == pytest.approx(math.sqrt(0.5))
