@@ -34,7 +34,6 @@ from hwbench.accuracy.numerics.native_fp32 import (
     offsets_from_bits,
     saturate,
     stream_key,
-    ulp_offsets,
 )
 from hwbench.accuracy.numerics.profile import Confidence, ErrorModel, NumericsProfile, OpNumerics
 from hwbench.core.engines.numpy_engine import NumpyOps
@@ -169,33 +168,6 @@ def test_a_profile_without_fma_rounds_each_op_and_native_profiles_stay_native() 
 
 
 # ---------------------------------------------------------------------------------- error models
-@pytest.mark.parametrize("n", [1, 2, 5])
-def test_offsets_are_uniform_on_minus_n_to_n_and_never_beyond(n: int) -> None:
-    draws = 1_200_000
-    k = ulp_offsets(99, 5, np.arange(draws), n, np, np.float32)
-    assert int(k.min()) == -n and int(k.max()) == n
-    counts = np.bincount(k + n, minlength=2 * n + 1)
-    p = 1 / (2 * n + 1)
-    sd = math.sqrt(draws * p * (1 - p))
-    assert np.all(np.abs(counts - draws * p) <= SIGMAS * sd), counts
-    assert abs(k.mean()) <= SIGMAS * math.sqrt(n * (n + 1) / 3 / draws)  # unbiased
-
-
-def test_offsets_are_independent_across_elements_and_steps() -> None:
-    draws = 1_000_000
-    idx = np.arange(draws)
-    k0 = ulp_offsets(7, 0, idx, 1, np, np.float32).astype(np.float64)
-    k1 = ulp_offsets(7, 1, idx, 1, np, np.float32).astype(np.float64)
-    bound = SIGMAS / math.sqrt(draws)
-    assert abs(np.corrcoef(k0, k1)[0, 1]) <= bound  # step to step
-    assert abs(np.corrcoef(k0[:-1], k0[1:])[0, 1]) <= bound  # neighbouring elements
-    pairs = np.bincount(((k0 + 1) * 3 + (k1 + 1)).astype(np.int64), minlength=9)  # joint distribution
-    sd = math.sqrt(draws / 9 * (8 / 9))
-    assert np.all(np.abs(pairs - draws / 9) <= SIGMAS * sd)
-    again = ulp_offsets(7, 1, idx, 1, np, np.float32)
-    assert np.array_equal(again, k1)  # deterministic for a seed
-
-
 def emulated_offsets(step: int, functions: tuple[str, ...], n: int = 1, draws: int = 1_000_000) -> list[np.ndarray]:
     """The offsets the a100 [cuda-fp32] emulating ops draw at ``step`` for consecutive perturbed
     results of ``functions``, ``draws`` elements each, through the ops' own stream (issue 31: the

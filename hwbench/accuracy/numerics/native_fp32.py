@@ -47,7 +47,6 @@ from typing import Any
 
 import numpy as np
 
-from hwbench.accuracy.numerics.random_bits import uniform_bits
 from hwbench.core.errors import UsageError
 
 __all__ = [
@@ -63,7 +62,6 @@ __all__ = [
     "offsets_from_bits",
     "saturate",
     "stream_key",
-    "ulp_offsets",
 ]
 
 _M32 = 0xFFFFFFFF
@@ -78,22 +76,15 @@ def stream_key(device: str, function: str, seed: int = 0) -> int:
     return (zlib.crc32(f"{device}/{function}".encode()) ^ (int(seed) * 0x9E3779B1)) & _M32
 
 
-def ulp_offsets(seed: int, counter: Any, index: Any, n: int, xp: Any, dtype: Any) -> Any:
-    """Whole-ulp offsets ``k``, uniform on ``{-n, ..., n}``, one per element of ``index``.
-
-    ``k = floor(u * (2n + 1)) - n`` with ``u = bits / 2**24`` a 24-bit uniform: exactly, in
-    uint32, for ``2n + 1 <= 256`` (every default); above, in the carrier's float type, clamped to
-    ``n`` against the product rounding up to ``2n + 1``. Each ``k`` has probability within
-    ``2**-24`` of ``1 / (2n + 1)``. Returned in the signed integer type of ``dtype``'s width.
-    """
-    return offsets_from_bits(uniform_bits(seed, counter, index, 24, xp=xp), n, xp, dtype)
-
-
 def offsets_from_bits(bits: Any, n: int, xp: Any, dtype: Any) -> Any:
-    """:func:`ulp_offsets` of given 24-bit uniform ``bits`` (``uint32``, below ``2**24``).
+    """Whole-ulp offsets ``k``, uniform on ``{-n, ..., n}``, from 24-bit uniform ``bits`` (``uint32``).
 
-    The emulating ops draw these from the step's element words (``random_bits.op_bits``, one
-    multiply per perturbed result) instead of hashing every element again (issue 31).
+    ``k = floor(u * (2n + 1)) - n`` with ``u = bits / 2**24``: exactly, in uint32, for
+    ``2n + 1 <= 256`` (every default); above, in the carrier's float type, clamped to ``n``
+    against the product rounding up to ``2n + 1``. Each ``k`` has probability within ``2**-24``
+    of ``1 / (2n + 1)``. Returned in the signed integer type of ``dtype``'s width. The emulating
+    ops draw ``bits`` from the step's element words (``random_bits.op_bits``: one multiply per
+    perturbed result) rather than hashing every element again (issue 31).
     """
     dt = np.dtype(dtype)
     sdt = np.int32 if dt.itemsize == 4 else np.int64
