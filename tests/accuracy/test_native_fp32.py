@@ -29,6 +29,7 @@ from hwbench.accuracy.checks import explain
 from hwbench.accuracy.numerics.emulate import emulating_ops
 from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
 from hwbench.accuracy.numerics.native_fp32 import (
+    DOUBLE_ROUNDING_TRAPS,
     fused_multiply_add,
     offset_ulps,
     offsets_from_bits,
@@ -65,18 +66,8 @@ def f32_bits(x: Any) -> list[int]:
 
 
 # ------------------------------------------------------------------------------ fused multiply-add
-# a * b lands exactly on a binary32 midpoint; a tiny c decides the rounding, but is far below
-# binary64's ulp of the sum: a binary64 sum rounds back onto the midpoint and the binary32
-# rounding then goes to even, wrongly for one sign of c (double rounding).
-_A = 1 + 2.0**-12  # (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: 2^-24 is half an ulp of 1
-TRAPS = [
-    (_A, _A, 2.0**-100),
-    (_A, _A, -(2.0**-100)),
-    (-_A, _A, 2.0**-100),
-    (_A, -_A, -(2.0**-100)),
-    (1 + 2.0**-23, 1 + 2.0**-23, -(2.0**-75)),
-    (3 * (1 + 2.0**-12), 1 + 2.0**-12, 2.0**-90),
-]
+# the double-rounding traps: a binary64 sum rounded to binary32 gets some of them wrong
+TRAPS = DOUBLE_ROUNDING_TRAPS
 
 
 @pytest.mark.parametrize(("a", "b", "c"), TRAPS)

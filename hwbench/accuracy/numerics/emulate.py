@@ -265,7 +265,8 @@ class EmulatingOps:
         self._prev: Any = None
         self._tables: dict[int, tuple[Any, np.ndarray | None]] = {}
         self._fast: dict[tuple[FloatFormat, RoundingMode], Any] = {}
-        # this step's element words of the stochastic-rounding stream, per (shape, index offset)
+        # this step's element words (stochastic rounding's and the error models' stream), per
+        # (shape, index offset)
         self._words: dict[tuple[tuple[int, ...], int], Any] = {}
         self._native = float_format(CARRIER_FORMATS[carrier])
         # position of the current array's first element in the array it is a part of (non-zero
@@ -648,7 +649,7 @@ class EmulatingOps:
         return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index, **rand)
 
     def _stream_bits(self, shape: tuple[int, ...], seed: int) -> Any:
-        """32 random bits per element for the rounding keyed ``seed``: the step's element words
+        """32 random bits per element for the rounding (or error-model offset) keyed ``seed``: the step's element words
         (hashed once per step and shape from the run seed, the step and the element index) times
         the operation's own odd multiplier (:func:`random_bits.op_bits`): one multiply per
         rounding. Hashing every element for every rounding cost more than the rounding itself

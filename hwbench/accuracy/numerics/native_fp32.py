@@ -50,6 +50,7 @@ import numpy as np
 from hwbench.core.errors import UsageError
 
 __all__ = [
+    "DOUBLE_ROUNDING_TRAPS",
     "FMA_ENV",
     "agrees_with_binary64",
     "clamp",
@@ -263,17 +264,23 @@ def _same(got: Any, want: Any) -> bool:
     return bool(g.shape == w.shape and ((got == want) | (np.isnan(g) & np.isnan(w))).all())
 
 
+_A = 1 + 2.0**-12  # (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: 2^-24 is half an ulp of 1
+DOUBLE_ROUNDING_TRAPS: tuple[tuple[float, float, float], ...] = (
+    # a * b lands exactly on a binary32 midpoint; a tiny c decides the rounding, but is far below
+    # binary64's ulp of the sum: a binary64 sum rounds back onto the midpoint and the binary32
+    # rounding then goes to even, wrongly for one sign of c (double rounding).
+    (_A, _A, 2.0**-100),
+    (_A, _A, -(2.0**-100)),
+    (-_A, _A, 2.0**-100),
+    (_A, -_A, -(2.0**-100)),
+    (1 + 2.0**-23, 1 + 2.0**-23, -(2.0**-75)),
+    (3 * _A, _A, 2.0**-90),
+)
+
+
 def fma_probe_operands() -> tuple[Any, Any, Any]:
     """float32 triples where a wrong fused multiply-add shows: the probe's (and tests') operands."""
-    a_ = 1 + 2.0**-12  # (1 + 2^-12)^2 lies on a binary32 midpoint: c decides, binary64 double-rounds
-    traps = [
-        (a_, a_, 2.0**-100),
-        (a_, a_, -(2.0**-100)),
-        (-a_, a_, 2.0**-100),
-        (a_, -a_, -(2.0**-100)),
-        (1 + 2.0**-23, 1 + 2.0**-23, -(2.0**-75)),
-        (3 * a_, a_, 2.0**-90),
-    ]
+    traps = list(DOUBLE_ROUNDING_TRAPS)
     big, tiny = float(np.finfo(np.float32).max), float(np.finfo(np.float32).smallest_subnormal)
     inf, nan = float("inf"), float("nan")
     edges = [
