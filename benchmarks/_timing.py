@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from typing import Any
+
+NATIVE = "cpu [fp32] (native)"
 
 
 def round_robin_us_per_step(
@@ -45,3 +48,35 @@ def compiled_ns_per_element(step: Callable[[Any], Any], loops: int, repeat: int)
         compiled(x0).block_until_ready()
         best = min(best, time.perf_counter() - start)
     return best / loops / x0.size * 1e9
+
+
+def io_ehh_parser(description: str, ms: int) -> argparse.ArgumentParser:
+    """The options of a benchmark that times io-ehh variants against the native run."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--cells", type=int, default=729)
+    parser.add_argument("--ms", type=int, default=ms, help=f"simulated ms per timed run (default {ms})")
+    parser.add_argument("--repeat", type=int, default=9, help="timed runs per configuration (min is kept)")
+    return parser
+
+
+def print_io_ehh_variants(
+    args: argparse.Namespace, heading: str, build: Callable[[Any, Any, dict[str, Any]], dict[str, Any]]
+) -> None:
+    """Time io-ehh natively (``cpu [fp32]``, JAX) and as each executor ``build(kernel, workload,
+    common)`` returns (label -> executor, built with the keyword arguments ``common``), round-robin
+    in this process, and print microseconds per step and the ratio to the native run."""
+    from hwbench.core.plugins import get_registry
+    from hwbench.plugins.kernels.io_ehh import IoEhhKernel
+
+    kernel = IoEhhKernel()
+    workload = kernel.make_workload(args.cells, connected=True, seed=0)
+    common: dict[str, Any] = {"engine": "jax", "dtype": "float32", "sample_every": kernel.info.sample_every}
+    executors = {NATIVE: get_registry().devices["cpu"].executor_for(kernel, workload, mode="fp32", **common)}
+    executors.update(build(kernel, workload, common))
+    us = round_robin_us_per_step(executors, kernel, workload, args.ms, args.repeat, warmup=True)
+    native = us[NATIVE]
+    width = max(len(heading), *map(len, us))
+    print(f"io-ehh, {args.cells} cells connected, JAX float32, min of {args.repeat} x {args.ms} ms, round-robin")
+    print(f"{heading:<{width}} {'us/step':>8} {'x native':>9}")
+    for label, value in us.items():
+        print(f"{label:<{width}} {value:8.1f} {value / native:9.2f}")

@@ -23,12 +23,11 @@ is the ``groq [default]`` row. Each stand-in is patched in only while its execut
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from _timing import round_robin_us_per_step
+from _timing import io_ehh_parser, print_io_ehh_variants
 
 
 def stand_ins() -> dict[str, Callable[[Any], Any] | None]:
@@ -83,29 +82,18 @@ def reduced_rounding(replacement: Callable[[Any], Any] | None) -> Iterator[None]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cells", type=int, default=729)
-    parser.add_argument("--ms", type=int, default=40, help="simulated ms per timed run (default 40)")
-    parser.add_argument("--repeat", type=int, default=9, help="timed runs per configuration (min is kept)")
-    args = parser.parse_args(argv)
+    args = io_ehh_parser(__doc__.split("\n\n")[0], ms=40).parse_args(argv)
 
-    from hwbench.core.plugins import get_registry
-    from hwbench.plugins.kernels.io_ehh import IoEhhKernel
+    def build(kernel: Any, workload: Any, common: dict[str, Any]) -> dict[str, Any]:
+        from hwbench.core.plugins import get_registry
 
-    kernel = IoEhhKernel()
-    workload = kernel.make_workload(args.cells, connected=True, seed=0)
-    devices = get_registry().devices
-    common = {"engine": "jax", "dtype": "float32", "sample_every": kernel.info.sample_every}
-    executors = {"cpu [fp32] (native)": devices["cpu"].executor_for(kernel, workload, mode="fp32", **common)}
-    for label, replacement in stand_ins().items():
-        with reduced_rounding(replacement):
-            executors[label] = devices["groq"].executor_for(kernel, workload, mode="default", **common)
-    us = round_robin_us_per_step(executors, kernel, workload, args.ms, args.repeat, warmup=True)
-    native = us["cpu [fp32] (native)"]
-    print(f"io-ehh, {args.cells} cells connected, JAX float32, min of {args.repeat} x {args.ms} ms, round-robin")
-    print(f"{'reduced-precision rounding of groq [default]':<46} {'us/step':>8} {'x native':>9}")
-    for label, value in us.items():
-        print(f"{label:<46} {value:8.1f} {value / native:9.2f}")
+        groq, executors = get_registry().devices["groq"], {}
+        for label, replacement in stand_ins().items():
+            with reduced_rounding(replacement):
+                executors[label] = groq.executor_for(kernel, workload, mode="default", **common)
+        return executors
+
+    print_io_ehh_variants(args, "reduced-precision rounding of groq [default]", build)
     return 0
 
 

@@ -18,12 +18,11 @@ and, per groq mode, three times, and times them side by side (round-robin, one p
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from _timing import round_robin_us_per_step
+from _timing import io_ehh_parser, print_io_ehh_variants
 
 VARIANTS = ("full saturation", "bounded saturation", "no saturation")
 
@@ -46,31 +45,19 @@ def variant(name: str) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cells", type=int, default=729)
-    parser.add_argument("--ms", type=int, default=50, help="simulated ms per timed run (default 50)")
-    parser.add_argument("--repeat", type=int, default=9, help="timed runs per configuration (min is kept)")
-    args = parser.parse_args(argv)
+    args = io_ehh_parser(__doc__.split("\n\n")[0], ms=50).parse_args(argv)
 
-    from hwbench.core.plugins import get_registry
-    from hwbench.plugins.kernels.io_ehh import IoEhhKernel
+    def build(kernel: Any, workload: Any, common: dict[str, Any]) -> dict[str, Any]:
+        from hwbench.core.plugins import get_registry
 
-    kernel = IoEhhKernel()
-    workload = kernel.make_workload(args.cells, connected=True, seed=0)
-    groq = get_registry().devices["groq"]
-    common: dict[str, Any] = {"engine": "jax", "dtype": "float32", "sample_every": kernel.info.sample_every}
-    native_device = get_registry().devices["cpu"]
-    executors = {"cpu [fp32] (native)": native_device.executor_for(kernel, workload, mode="fp32", **common)}
-    for mode in ("default", "fp32-exact-vector"):
-        for name in VARIANTS:
-            with variant(name):
-                executors[f"groq [{mode}], {name}"] = groq.executor_for(kernel, workload, mode=mode, **common)
-    us = round_robin_us_per_step(executors, kernel, workload, args.ms, args.repeat, warmup=True)
-    native = us["cpu [fp32] (native)"]
-    print(f"io-ehh, {args.cells} cells connected, JAX float32, min of {args.repeat} x {args.ms} ms, round-robin")
-    print(f"{'configuration':<50} {'us/step':>8} {'x native':>9}")
-    for label, value in us.items():
-        print(f"{label:<50} {value:8.1f} {value / native:9.2f}")
+        groq, executors = get_registry().devices["groq"], {}
+        for mode in ("default", "fp32-exact-vector"):
+            for name in VARIANTS:
+                with variant(name):
+                    executors[f"groq [{mode}], {name}"] = groq.executor_for(kernel, workload, mode=mode, **common)
+        return executors
+
+    print_io_ehh_variants(args, "configuration", build)
     return 0
 
 
