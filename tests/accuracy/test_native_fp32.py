@@ -37,6 +37,7 @@ from hwbench.accuracy.numerics.native_fp32 import (
     stream_key,
 )
 from hwbench.accuracy.numerics.profile import Confidence, ErrorModel, NumericsProfile, OpNumerics
+from hwbench.core.engines.jax_engine import JaxOps
 from hwbench.core.engines.numpy_engine import NumpyOps
 from hwbench.core.ops import OpClass
 from hwbench.plugins.devices.a100 import A100Device
@@ -198,15 +199,40 @@ def test_the_emulated_stream_is_independent_across_elements_steps_and_results() 
     assert np.array_equal(again, div1)  # deterministic for a seed
 
 
-def test_offsets_move_by_whole_steps_and_keep_sign_and_specials() -> None:
-    y = np.array([1.0, 2.0, 0.0, 1e-45, -3.0, MAX32, np.inf, np.nan], np.float32)
-    k = np.array([-1, -2, -1, -3, 2, 1, 1, 1], np.int32)
-    out = offset_ulps(np, y, k)
+@pytest.mark.parametrize("xp", [np, jnp], ids=["numpy", "jax"])
+def test_offsets_move_by_whole_steps_and_leave_the_ends_and_specials(xp: Any) -> None:
+    tiny = float(np.float32(1e-45))  # the smallest subnormal: one step above zero
+    y = np.array([1.0, 2.0, 0.0, tiny, -3.0, MAX32, np.inf, np.nan, -0.0, -tiny * 2, -tiny * 3], np.float32)
+    k = np.array([-1, -2, -1, -3, 2, 1, -1, 1, 1, -3, -3], np.int32)
+    out = np.asarray(offset_ulps(xp, xp.asarray(y), xp.asarray(k), 3))
     assert out[0] == np.nextafter(np.float32(1), np.float32(0))
     assert out[1] == np.nextafter(np.nextafter(np.float32(2), np.float32(0)), np.float32(0))  # crosses a binade
-    assert out[2] == 0 and out[3] == 0 and not np.signbit(out[3])  # stops at zero
     assert out[4] == np.nextafter(np.nextafter(np.float32(-3), np.float32(-4)), np.float32(-4))
-    assert out[5] == MAX32 and np.isinf(out[6]) and np.isnan(out[7])
+    # within n = 3 steps of zero or of the largest finite value, infinities, NaN: unchanged
+    assert f32_bits(out[[2, 3, 5, 6, 8, 9]]) == f32_bits(y[[2, 3, 5, 6, 8, 9]]) and np.isnan(out[7])
+    assert np.signbit(out[8]) and np.signbit(out[9])
+    assert out[10] == 0 and np.signbit(out[10])  # n steps from zero: moves, onto zero, keeping its sign
+
+
+@given(
+    st.floats(width=32, allow_nan=False),
+    st.integers(-4, 4),
+    st.integers(1, 4),
+)
+def test_an_offset_is_k_steps_or_none_and_never_leaves_the_finite_range(y: float, k: int, n: int) -> None:
+    k = max(-n, min(n, k))
+    x = np.array([y], np.float32)
+    out = offset_ulps(np, x, np.array([k], np.int32), n)
+    mag = int(x.view(np.int32)[0]) & 0x7FFFFFFF
+    moves = n <= mag <= int(np.array([MAX32], np.float32).view(np.int32)[0]) - n
+    toward = np.float32(np.copysign(np.inf, x[0])) if k > 0 else np.float32(0)  # k > 0: away from zero
+    want = x.copy()
+    for _ in range(abs(k) if moves else 0):
+        want = np.nextafter(want, toward)
+    assert f32_bits(out) == f32_bits(want)
+    assert np.signbit(out[0]) == np.signbit(x[0]) and (np.isfinite(out[0]) == np.isfinite(x[0]))
+    if not np.signbit(x[0]):  # exp's results: the unsigned comparison moves exactly the same values
+        assert f32_bits(offset_ulps(np, x, np.array([k], np.int32), n, nonnegative=True)) == f32_bits(want)
 
 
 @pytest.mark.parametrize("engine", ["numpy", "jax"])
@@ -267,6 +293,45 @@ def test_error_model_bound_is_whole_ulps_of_the_knob() -> None:
     out = unwrap(ops.arith(OpClass.DIV, operator.truediv, EmuArray(x, ops), np.float32(3)))
     steps = out.view(np.int32).astype(np.int64) - (x / np.float32(3)).view(np.int32).astype(np.int64)
     assert set(np.unique(steps).tolist()) == {-2, -1, 0, 1, 2}
+
+
+# ------------------------------------------------------------------------- division by a constant
+def test_xla_divides_by_a_constant_as_a_product_with_its_reciprocal() -> None:
+    """The fact the a100 / h100 / tpu profiles' division lowering rests on, measured on this XLA."""
+    x = np.random.default_rng(0).normal(0, 50, 100_000).astype(np.float32)
+    got = np.asarray(jax.jit(lambda v: v / 8.5)(x))
+    assert f32_bits(got) == f32_bits(x * (np.float32(1) / np.float32(8.5)))
+    assert f32_bits(got) != f32_bits(x / np.float32(8.5))  # and so not the correctly rounded quotient
+
+
+@pytest.mark.parametrize("engine", ["numpy", "jax"])
+def test_a100_division_by_a_constant_is_a_product_without_the_division_error(engine: str) -> None:
+    profile = A100Device().numerics("cuda-fp32")
+    assert profile.op(OpClass.DIV).lowering == "constant-reciprocal"
+    x = np.random.default_rng(1).normal(0, 50, 50_000).astype(np.float32)
+    y = np.random.default_rng(2).uniform(1, 9, 50_000).astype(np.float32)
+
+    def run(kernel: Any) -> np.ndarray:
+        raw = NumpyOps(np.float32) if engine == "numpy" else JaxOps(np.float32)
+        ops = emulating_ops(profile, counters=False, seed=5)(raw)
+        if engine == "numpy":
+            ops.begin_step(3)
+            return np.asarray(unwrap(kernel(ops, EmuArray(x, ops), EmuArray(y, ops))))
+
+        def step(a: Any, b: Any, t: Any) -> Any:
+            ops.begin_step(t)
+            return unwrap(kernel(ops, EmuArray(a, ops), EmuArray(b, ops)))
+
+        return np.asarray(jax.jit(step)(x, y, jnp.int32(3)))
+
+    by_constant = run(lambda ops, a, b: a / 8.5)
+    assert f32_bits(by_constant) == f32_bits(x * (np.float32(1) / np.float32(8.5)))
+    by_int = run(lambda ops, a, b: a / 100)
+    assert f32_bits(by_int) == f32_bits(x * (np.float32(1) / np.float32(100)))
+    by_value, of_constant = run(lambda ops, a, b: a / b), run(lambda ops, a, b: 8.5 / b)
+    for divided, exact in ((by_value, x / y), (of_constant, np.float32(8.5) / y)):
+        steps = divided.view(np.int32).astype(np.int64) - exact.view(np.int32).astype(np.int64)
+        assert set(np.unique(steps).tolist()) == {-1, 0, 1}  # divisions by a computed value keep div.full's error
 
 
 def _div(ulps: float) -> OpNumerics:

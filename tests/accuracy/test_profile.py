@@ -56,6 +56,9 @@ def fixed_formats(draw: st.DrawFn) -> FixedFormat:
     )
 
 
+LOWERINGS = {OpClass.GATHER: "one-hot-matmul", OpClass.DIV: "constant-reciprocal"}
+
+
 @st.composite
 def op_numerics(draw: st.DrawFn, cls: OpClass) -> OpNumerics:
     fmt = draw(st.one_of(st.sampled_from(FLOAT32_PRESETS + FIXED32_PRESETS), float_formats(), fixed_formats()))
@@ -69,7 +72,7 @@ def op_numerics(draw: st.DrawFn, cls: OpClass) -> OpNumerics:
         error=draw(st.none() | st.builds(ErrorModel, ulps=st.floats(0, 8, allow_nan=False), seed=st.integers(0, 2**32)))
         if is_float
         else None,
-        lowering=draw(st.sampled_from(["native", "one-hot-matmul"])) if cls is OpClass.GATHER else "native",
+        lowering=draw(st.sampled_from(["native", LOWERINGS.get(cls, "native")])),
         source=draw(cited),
         confidence=draw(st.sampled_from(list(Confidence))),
     )
@@ -162,6 +165,7 @@ MALFORMED_JSON = {
     "too wide for carrier": (json.dumps(_with_op(format="s16.15")), "does not fit the float32 carrier"),
     "newer schema": (json.dumps({**VALID, "schema_version": 2}), "newer than this hwbench reads"),
     "lowering on exp": (json.dumps(_with_op(lowering="one-hot-matmul")), "gather class only"),
+    "reciprocal on exp": (json.dumps(_with_op(lowering="constant-reciprocal")), "div class only"),
     "rounding on fixed": (
         json.dumps(
             {

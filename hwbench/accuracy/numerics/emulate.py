@@ -37,6 +37,9 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   ascending connection order, rounding every partial sum to ``matmul_accumulate`` — what a
   dot product of the one-hot row with the values computes when the zero terms are exact.
   Cost O(targets x max in-degree), never a dense matrix.
+* ``lowering="constant-reciprocal"`` (div class): ``x / c`` with ``c`` a number known when the
+  kernel is traced (and ``x`` not) is computed as ``x * fl(1 / c)``, a ``mul``-class product
+  (it may then be contracted into an addition like any other), as XLA compiles it.
 * Counters, per step and op class: the number of elements in which an ``overflow`` (a result
   from finite operands beyond the format's range: inf, or clamped), an ``underflow`` (a nonzero
   carrier result rounded to zero) or a ``nonfinite`` result (inf/NaN born in this op from finite
@@ -447,6 +450,8 @@ class EmulatingOps:
             if fused is not None:
                 return fused
         rule = self.rules[cls]
+        if rule.lowering == "constant-reciprocal" and _is_constant(b) and not _is_constant(a):
+            return self.arith(OpClass.MUL, operator.mul, a, self._reciprocal(b))
         (va, ta), (vb, tb) = self._operand(a), self._operand(b)
         ia, ib = self._in(rule, va, ta), self._in(rule, vb, tb)
         bounds = None
@@ -458,6 +463,13 @@ class EmulatingOps:
         return out
 
     # --- internals -----------------------------------------------------------------------------
+    def _reciprocal(self, c: Any) -> Any:
+        """``1 / c`` rounded to the profile's carrier type, as XLA's ``InvertConstant`` computes it
+        in the element type (the constant itself first stored in that type)."""
+        dt = np.dtype(self.profile.carrier)
+        with np.errstate(divide="ignore"):
+            return np.asarray(1, dt) / np.asarray(c, dt)
+
     def _contract(self, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> EmuArray | None:
         """``a * b + c`` (or ``- c``, ``c +``, ``c -``) as one fused multiply-add, or None.
 
@@ -487,11 +499,7 @@ class EmulatingOps:
         """The next contraction's salt for the host-FMA route (``native_fp32.fma_salt``), or None
         (the binary64 route) on numpy and where the step is not a traced value: a constant salt
         would be folded away, and with it what keeps the product apart."""
-        if self._be.xp is np:
-            return None
-        import jax
-
-        if not isinstance(self._step, jax.core.Tracer):
+        if not self._traced_step():
             return None
         self._fmas += 1
         return fma_salt(self._step, self._fmas)
@@ -658,8 +666,33 @@ class EmulatingOps:
         words = self._words.get(key)
         if words is None:
             stream = ((self._seed ^ _WORDS_DOMAIN) << 32) | 2  # (domain 2: no _next_seed key is this)
-            words = self._words[key] = element_words(stream, self._step, self._flat_index(shape), self._be.xp)
+            index, xp = self._flat_index(shape), self._be.xp
+            words = self._words[key] = self._once_per_step(lambda: element_words(stream, self._step, index, xp))
         return op_bits(words, seed, self._be.xp)
+
+    def _once_per_step(self, compute: Callable[[], Any]) -> Any:
+        """``compute()``, evaluated once per step where the step is compiled (JAX).
+
+        XLA:CPU copies a cheap elementwise producer into every fusion that consumes it: the step's
+        element words, a few integer operations per element, were hashed again inside each of
+        the ~40 fusions of an io-ehh step that read them (issue 31). A conditional's result is
+        computed once and read from memory; both branches compute the words, so the predicate
+        (true for every step index from 0, and not foldable) never changes a value.
+        """
+        if not self._traced_step():
+            return compute()
+        from jax import lax
+
+        step = self._be.xp.asarray(self._step)
+        return lax.cond(step >= 0, compute, compute)
+
+    def _traced_step(self) -> bool:
+        """Whether the step is a traced JAX value (a compiled step), not a number."""
+        if self._be.xp is np:
+            return False
+        import jax
+
+        return isinstance(self._step, jax.core.Tracer)
 
     def _flat_index(self, shape: tuple[int, ...]) -> Any:
         """Each element's key for counter-based random bits: its flat index in the whole array."""
@@ -710,7 +743,7 @@ class EmulatingOps:
         bits = self._stream_bits(y.shape, seed) >> xp.asarray(8, dtype=xp.uint32)
         k = offsets_from_bits(bits, n, xp, dt)
         if same_float_format(fmt, self._native):
-            return offset_ulps(xp, y, k)
+            return offset_ulps(xp, y, k, n, nonnegative=function == "exp")
         if fmt.emin >= self._native.emin:
             ulp = be.ulp(y, fmt.emin, fmt.mantissa_bits)
         else:
@@ -806,6 +839,11 @@ class EmulatingOps:
 
 _FUNCTION_OF: dict[Any, str] = {operator.truediv: "div", operator.pow: "pow"}
 _EVENT_NAMES = {c: tuple(f"{c.value}.{e}" for e in EVENTS) for c in OpClass}
+
+
+def _is_constant(x: Any) -> bool:
+    """Whether an operand is a number fixed when the kernel is traced (a compile-time constant)."""
+    return isinstance(x, numbers.Number | np.generic) and not isinstance(x, bool | np.bool_)
 
 
 def _overflows_to_inf(fmt: FloatFormat) -> bool:

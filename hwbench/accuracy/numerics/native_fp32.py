@@ -28,7 +28,10 @@ emulating namespace (:mod:`hwbench.accuracy.numerics.emulate`) only decides *whe
   formula is not public: the reference's result moved by a whole number ``k`` of representable
   steps, ``k`` uniform on ``{-n, ..., n}``, drawn from a counter-based stream keyed by (run seed,
   device and function, step, op, element). ``|result - reference| <= n`` ulp always, and every
-  ``k`` has probability ``1 / (2n + 1)`` (within ``2**-24``).
+  ``k`` has probability ``1 / (2n + 1)`` (within ``2**-24``). Results within ``n`` steps of zero
+  or of the largest finite value, infinities and NaN keep the reference's value (issue 31: one
+  select instead of a clamp at both ends and a finiteness test; a zero result of a division or
+  an underflowed exp is exact on the devices too).
 * :func:`saturate` — a saturating special-value policy: a result beyond the largest finite value
   (infinity included) becomes that value with its sign, and an invalid result (NaN: 0/0,
   inf - inf) becomes 0, as a division by a saturated reciprocal (0 * max = 0) gives.
@@ -98,24 +101,35 @@ def offsets_from_bits(bits: Any, n: int, xp: Any, dtype: Any) -> Any:
     return xp.minimum(k, np.asarray(2 * n, sdt)) - np.asarray(n, sdt)
 
 
-def offset_ulps(xp: Any, y: Any, k: Any) -> Any:
-    """``y`` moved by ``k`` representable steps of its own IEEE format (fp32 or fp64 carrier).
+def offset_ulps(xp: Any, y: Any, k: Any, n: int, *, nonnegative: bool = False) -> Any:
+    """``y`` moved by ``k`` (``|k| <= n``) representable steps of its own IEEE format (fp32 or fp64 carrier).
 
     Steps are counted on the magnitude's bit pattern, so a move crosses binades the way
-    ``nextafter`` does, stops at zero (never changes the sign) and at the largest finite
-    value; infinities and NaN stay as they are.
+    ``nextafter`` does and never changes the sign. Only values at least ``n`` steps from zero and
+    from the largest finite value move; the others (zeros, the ``n - 1`` smallest subnormals, the
+    ``n`` largest finite values), infinities and NaN are returned as they are. That makes the move
+    one integer add and one select on the signed bit pattern: ``t = bits - n`` lies, magnitude
+    taken, in ``[0, max_bits - 2n]`` exactly for the values that move, and then
+    ``t + (k + n)`` is the moved pattern (issue 31: the clamps at zero and at the largest value
+    and the finiteness test this replaces cost more than the rest of the error model).
+    ``nonnegative``: ``y`` is never below zero (exp): the sign bit needs no masking, and a
+    negative value (none is expected) would stay as it is.
     """
     dt = np.dtype(y.dtype)
     sdt = np.int32 if dt.itemsize == 4 else np.int64
     width = dt.itemsize * 8
     top = np.asarray((1 << (width - 1)) - 1, sdt)
-    sign_bit = np.asarray(-(1 << (width - 1)), sdt)
-    max_bits = _bits(xp, np.asarray(np.finfo(dt).max, dt), sdt)
-    bits = _bits(xp, y, sdt)
-    sign = bits & sign_bit
-    moved = xp.clip((bits & top) + k.astype(sdt), np.asarray(0, sdt), max_bits)
-    out = _float(xp, moved | sign, dt)
-    return xp.where(xp.isfinite(y), out, y)
+    max_bits = int(np.asarray(np.finfo(dt).max, dt).view(sdt))
+    with np.errstate(over="ignore"):
+        b = _bits(xp, y, sdt)
+        t = b - np.asarray(n, sdt)  # wraps for negative values next to zero: those do not move
+        if nonnegative:  # one unsigned comparison: t in [0, max_bits - 2n]
+            udt = np.uint32 if sdt is np.int32 else np.uint64
+            moves = _bits(xp, t, udt) <= np.asarray(max_bits - 2 * n, udt)
+        else:
+            moves = (t & top) <= np.asarray(max_bits - 2 * n, sdt)
+        moved = t + (k.astype(sdt) + np.asarray(n, sdt))
+        return _float(xp, xp.where(moves, moved, b), dt)
 
 
 def fused_multiply_add(xp: Any, a: Any, b: Any, c: Any, *, salt: Any = None) -> Any:

@@ -61,6 +61,13 @@ XLA_CPU_NOTE = (
     "rewrites division by a constant into multiplication by its reciprocal; every device profile "
     "inherits these, so only the differences a profile lists are attributed to the chip."
 )
+XLA_DIV_BY_CONSTANT = (
+    "XLA algebraic simplifier, AlgebraicSimplifierVisitor::HandleDivide "
+    "(openxla/xla xla/hlo/transforms/simplifiers/algebraic_simplifier.cc, commit 289dd9a): 'A / Const => "
+    "A * (1 / Const)' for floating-point types, the reciprocal computed by InvertConstant in the element type, "
+    "no option gating it; the GPU and CPU compilers both run the pass (gpu_compiler.cc, cpu_compiler.cc); "
+    "measured on this project's XLA:CPU: jit(x / 8.5) equals x * float32(1 / 8.5) bit for bit"
+)
 
 CPU_MODES: dict[str, Literal["float32", "float64"]] = {"fp32": "float32", "fp64": "float64"}
 
@@ -149,10 +156,19 @@ def faithful_exp(ulps: float, *, source: str, confidence: Confidence, seed: int 
     )
 
 
-def error_op(ulps: float, *, source: str, confidence: Confidence, seed: int = 0) -> OpNumerics:
+def error_op(
+    ulps: float, *, source: str, confidence: Confidence, seed: int = 0, constant_reciprocal: bool = False
+) -> OpNumerics:
     """An fp32 op class (division, pow) whose results are the reference's moved by up to
-    ``floor(ulps)`` whole ulps (:func:`hwbench.accuracy.numerics.native_fp32.offset_ulps`)."""
-    return faithful_exp(ulps, source=source, confidence=confidence, seed=seed)
+    ``floor(ulps)`` whole ulps (:func:`hwbench.accuracy.numerics.native_fp32.offset_ulps`).
+
+    ``constant_reciprocal`` (division compiled by XLA): a division by a compile-time constant is
+    a product with the constant's rounded reciprocal instead (:data:`XLA_DIV_BY_CONSTANT`), so
+    the error model applies to divisions by computed values only."""
+    op = faithful_exp(ulps, source=source, confidence=confidence, seed=seed)
+    if not constant_reciprocal:
+        return op
+    return op.model_copy(update={"lowering": "constant-reciprocal", "source": f"{source}; {XLA_DIV_BY_CONSTANT}"})
 
 
 def fma_op(*, source: str, confidence: Confidence) -> OpNumerics:

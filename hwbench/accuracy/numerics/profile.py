@@ -87,6 +87,10 @@ def _resolve(value: str | FloatFormat | FixedFormat) -> FloatFormat | FixedForma
     return get_format(value) if isinstance(value, str) else value
 
 
+#: the op class each non-native lowering belongs to
+_LOWERING_CLASS = {"one-hot-matmul": OpClass.GATHER, "constant-reciprocal": OpClass.DIV}
+
+
 class OpNumerics(BaseModel):
     """The arithmetic of one op class on a device.
 
@@ -98,6 +102,11 @@ class OpNumerics(BaseModel):
     bits a stochastic rounding draws. ``lowering="one-hot-matmul"`` (gather class only) models
     a compiler that turns gather / scatter-add into one-hot matrix products on the matrix unit,
     whose formats are then the profile's ``matmul_input`` / ``matmul_accumulate`` entries.
+    ``lowering="constant-reciprocal"`` (div class only) models a compiler that rewrites a division
+    by a compile-time constant, ``x / c``, into a multiplication by the constant's reciprocal
+    rounded to the element type, ``x * fl(1 / c)``, as XLA's algebraic simplifier does on every
+    back end: those divisions are then products (the ``mul`` class), with none of the division
+    entry's error model.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -107,7 +116,7 @@ class OpNumerics(BaseModel):
     input_format: str | FloatFormat | None = None
     random_bits: int = Field(32, ge=1, le=32)
     error: ErrorModel | None = None
-    lowering: Literal["native", "one-hot-matmul"] = "native"
+    lowering: Literal["native", "one-hot-matmul", "constant-reciprocal"] = "native"
     source: str = Field(min_length=1, description="paper, documentation URL, or 'assumption: ...'")
     confidence: Confidence
 
@@ -288,8 +297,9 @@ class NumericsProfile(BaseModel):
                         f"ops.{cls_.value}.{role} '{fmt.name}' does not fit the {self.carrier} carrier; "
                         "set carrier = 'float64'"
                     )
-            if op.lowering != "native" and cls_ is not OpClass.GATHER:
-                raise ValueError(f"ops.{cls_.value}: lowering '{op.lowering}' applies to the gather class only")
+            owner = _LOWERING_CLASS.get(op.lowering)
+            if owner is not None and cls_ is not owner:
+                raise ValueError(f"ops.{cls_.value}: lowering '{op.lowering}' applies to the {owner.value} class only")
         return self
 
     # --- queries ---------------------------------------------------------------------------

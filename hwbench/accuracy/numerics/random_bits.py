@@ -95,9 +95,7 @@ def uniform_bits(seed: int, counter: Any, index: Any, nbits: int = 32, xp: Any =
     if xp is None:
         xp = _namespace_of(index, counter)
     key, k1 = hash_key(seed, counter, xp)
-    idx = xp.asarray(index)
-    if idx.dtype != xp.uint32:
-        idx = idx.astype(xp.uint32) if xp is not np else idx.astype(np.int64).astype(np.uint32)
+    idx = _as_u32(index, xp)
     with np.errstate(over="ignore"):
         h = mix32(idx ^ key, xp)
         h = mix32(h + (key ^ xp.asarray(k1 ^ _C_ELEM, dtype=xp.uint32)), xp)
@@ -109,13 +107,20 @@ def uniform_bits(seed: int, counter: Any, index: Any, nbits: int = 32, xp: Any =
 def element_words(seed: int, counter: Any, index: Any, xp: Any = None) -> Any:
     """One odd ``uint32`` word per element for ``(seed, counter)``: the base of :func:`op_bits`.
 
-    A step of an emulated kernel draws these once per array shape (the hash of
-    :func:`uniform_bits`, forced odd) and derives every rounding's bits from them with one
-    multiply each, instead of hashing every element again for every operation.
+    A step of an emulated kernel draws these once per array shape and derives every rounding's
+    bits from them with one multiply each, instead of hashing every element again for every
+    operation. The per-call key (both seed words and the counter) is mixed into one scalar at
+    trace time, so each element costs one lowbias32 round of ``index ^ key``: a bijection of the
+    index for a key, with full avalanche (issue 31; :func:`uniform_bits`' second round cost as
+    much as the error models' own arithmetic). tests/accuracy/test_random_stream.py measures the
+    stream it gives: uniform, and independent across elements, steps and operations.
     """
     if xp is None:
         xp = _namespace_of(index, counter)
-    return uniform_bits(seed, counter, index, 32, xp) | xp.asarray(1, dtype=xp.uint32)
+    key, k1 = hash_key(seed, counter, xp)
+    with np.errstate(over="ignore"):
+        key = mix32(key ^ xp.asarray(k1 ^ _C_ELEM, dtype=xp.uint32), xp)
+        return mix32(_as_u32(index, xp) ^ key, xp) | xp.asarray(1, dtype=xp.uint32)
 
 
 def op_multiplier(key: int) -> int:
@@ -137,6 +142,14 @@ def op_bits(words: Any, key: int, xp: Any = np) -> Any:
     """
     with np.errstate(over="ignore"):
         return words * xp.asarray(op_multiplier(key), dtype=xp.uint32)
+
+
+def _as_u32(index: Any, xp: Any) -> Any:
+    """An integer index array modulo 2**32, as uint32."""
+    idx = xp.asarray(index)
+    if idx.dtype == xp.uint32:
+        return idx
+    return idx.astype(xp.uint32) if xp is not np else idx.astype(np.int64).astype(np.uint32)
 
 
 def _namespace_of(*values: Any) -> Any:

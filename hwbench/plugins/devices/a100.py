@@ -231,13 +231,16 @@ def tensorrt_backend() -> str | None:
 # ---------------------------------------------------------------------------------- profile
 def cuda_fp32_ops(values: dict[str, Any]) -> dict[OpClass, OpNumerics]:
     """Where CUDA fp32 through XLA departs from the CPU reference, as the knobs in ``values`` set it:
-    libdevice exp / log (``exp_ulps``), div.full division (``div_ulps``), contracted a*b+c
-    (``fma_contraction``). Every NVIDIA device mode computing elementwise fp32 on CUDA cores uses it."""
+    libdevice exp / log (``exp_ulps``), div.full division (``div_ulps``; a division by a constant is
+    XLA's product with the constant's reciprocal instead), contracted a*b+c (``fma_contraction``).
+    Every NVIDIA device mode computing elementwise fp32 on CUDA cores uses it."""
     ops: dict[OpClass, OpNumerics] = {}
     if values["exp_ulps"] > 0:
         ops[OpClass.EXP] = faithful_exp(values["exp_ulps"], source=CUDA_EXPF, confidence=Confidence.ASSUMED)
     if values.get("div_ulps", 0) > 0:
-        ops[OpClass.DIV] = error_op(values["div_ulps"], source=XLA_GPU_DIV, confidence=Confidence.DOCUMENTED)
+        ops[OpClass.DIV] = error_op(
+            values["div_ulps"], source=XLA_GPU_DIV, confidence=Confidence.DOCUMENTED, constant_reciprocal=True
+        )
     if values["fma_contraction"]:
         ops[OpClass.FMA] = fma_op(source=PTX_FMA, confidence=Confidence.DOCUMENTED)
     return ops

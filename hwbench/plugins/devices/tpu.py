@@ -249,7 +249,9 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         OpClass.MATMUL_ACCUMULATE: OpNumerics(format="fp32", source=CLOUD_BF16, confidence=Confidence.DOCUMENTED),
     }
     if values["div_ulps"] > 0:
-        ops[OpClass.DIV] = error_op(values["div_ulps"], source=DIV_ULPS.source, confidence=Confidence.ASSUMED)
+        ops[OpClass.DIV] = error_op(
+            values["div_ulps"], source=DIV_ULPS.source, confidence=Confidence.ASSUMED, constant_reciprocal=True
+        )
     if values["fma_contraction"]:
         ops[OpClass.FMA] = fma_op(source=FMA_CONTRACTION.source, confidence=Confidence.ASSUMED)
     if passes == 1:
