@@ -36,7 +36,7 @@ def variant(name: str) -> Iterator[None]:
     if name == "full saturation":
         emulate.EmulatingOps._bounds = lambda self, rule, x: None  # type: ignore[method-assign]
     elif name == "no saturation":
-        emulate.saturate = lambda xp, x, max_value: x
+        emulate.saturate = lambda xp, x, max_value, **kw: x
         emulate.clamp = lambda xp, x, max_value, **kw: x
     try:
         yield

@@ -7,7 +7,9 @@
   value, exp's overflow);
 * the GroqChip's emulating ops give the same bits with the bounds as with the full saturation
   everywhere (io-ehh's expressions on NaN, infinities, the largest values, the 0/0 points),
-  on numpy and under ``jax.jit``, and they do take the shorter path.
+  on numpy and under ``jax.jit``, and they do take the shorter path; both equal the policy as
+  defined (each result rounded with its NaN guard, then saturated), so leaving out the guard
+  and an in-range result's select after a rounding changes no bit either.
 """
 
 from __future__ import annotations
@@ -123,22 +125,39 @@ def _io_ehh_pieces(ops: Any, v: Any) -> list[Any]:
     dv = v - 3 * v
     junction = dv * (0.2 + 0.8 * ops.exp(-(dv**2) / 100))
     current = 1.2 * sig**3 * v * (v - 55)
-    return [sig, alpha_x, beta_r, tau_l, alpha_s / (alpha_s + 0.015), junction, current, alpha_x / (alpha_x + beta_r)]
+    pieces = [sig, alpha_x, beta_r, tau_l, alpha_s / (alpha_s + 0.015), junction, current, alpha_x / (alpha_x + beta_r)]
+    return [*pieces, ops.exp(v), v / 7, 1 / v]  # reduced roundings of the input itself (its NaN payloads)
 
 
-def _run(engine: str, shortened: bool, x: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> tuple[list[np.ndarray], int]:
-    """The pieces' values under groq [default], and how many full saturations were traced."""
+def _reference(
+    self: EmulatingOps, rule: Any, before: Any, tag: Any, function: str, exact: Any, slack: float
+) -> tuple[Any, Any, Any]:
+    """The saturating policy as defined: the result rounded (its NaN guard kept), then the full
+    saturation — what every op computed before the bounds and the shortcuts existed."""
+    after, tag = self._round_result(rule, before, tag, function=function)
+    limit = min(rule.max_value, MAX32)
+    return saturate(self._be.xp, after, rule.max_value), tag, (-limit, limit)
+
+
+def _run(engine: str, path: str, x: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> tuple[list[np.ndarray], int]:
+    """The pieces' values under groq [default], and how many full saturations were traced.
+
+    ``path``: ``short`` (as the emulation runs), ``unbounded`` (no bounds: every op takes the
+    full saturation, with the rounding's NaN guard merged into it) or ``reference``.
+    """
     full = 0
     real = emulate.saturate
 
-    def counted(xp: Any, v: Any, m: float) -> Any:
+    def counted(xp: Any, v: Any, m: float, **kw: Any) -> Any:
         nonlocal full
         full += 1
-        return real(xp, v, m)
+        return real(xp, v, m, **kw)
 
     monkeypatch.setattr(emulate, "saturate", counted)
-    if not shortened:
+    if path != "short":
         monkeypatch.setattr(EmulatingOps, "_bounds", lambda self, rule, v: None)
+    if path == "reference":
+        monkeypatch.setattr(EmulatingOps, "_round_and_saturate", _reference)
     raw = NumpyOps(np.float32) if engine == "numpy" else JaxOps(np.float32)
     ops = emulating_ops(default_profile(), counters=False)(raw)
     assert isinstance(ops, EmulatingOps)
@@ -157,10 +176,15 @@ def _run(engine: str, shortened: bool, x: np.ndarray, monkeypatch: pytest.Monkey
 def test_groq_gives_the_full_saturations_bits(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(1)
     special = [np.nan, -25.0, -8.5, 61.0, 500.0, -500.0, 1e30, -1e30, 3e38, -3e38]
-    x = np.concatenate([EDGES, np.array(special, np.float32), rng.normal(-60, 40, 300).astype(np.float32)])
-    short, n_short = _run(engine, True, x, monkeypatch)
-    full, n_full = _run(engine, False, x, monkeypatch)
+    # NaNs whose payload a rounding without its guard turns into inf, -0 or another NaN
+    payloads = np.array([0x7FFFFFFF, 0xFFFFFFFF, 0x7FC00001, 0x7F800001, 0xFF801000], np.uint32).view(np.float32)
+    normal = rng.normal(-60, 40, 300).astype(np.float32)
+    x = np.concatenate([EDGES, np.array(special, np.float32), payloads, normal])
+    short, n_short = _run(engine, "short", x, monkeypatch)
+    unbounded, n_full = _run(engine, "unbounded", x, monkeypatch)
+    reference, _ = _run(engine, "reference", x, monkeypatch)
     assert n_short < n_full / 2  # the shorter path is taken ...
-    for got, want in zip(short, full, strict=True):  # ... and changes no bit (NaN never survives saturation)
+    for got, other, want in zip(short, unbounded, reference, strict=True):  # ... and changes no bit
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
-    assert not any(np.isnan(p).any() for p in short)
+        assert np.array_equal(other.view(np.uint32), want.view(np.uint32))
+    assert not any(np.isnan(p).any() for p in short)  # NaN never survives saturation

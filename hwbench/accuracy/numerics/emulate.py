@@ -591,37 +591,69 @@ class EmulatingOps:
         """
         if not self._be.is_float(before):  # comparisons: booleans are exact
             return EmuArray(before, self)
-        after, tag = self._round_result(rule, before, tag, function=function or rule.cls.value)
-        known = None
-        if self._saturating:
-            after, known = self._saturate(rule, after, bounds, slack)
+        function = function or rule.cls.value
+        if not self._saturating:
+            after, tag = self._round_result(rule, before, tag, function=function)
+            known = None
+        else:
+            after, tag, known = self._round_and_saturate(rule, before, tag, function, bounds, slack)
         if self._tally is not None and (rule.rounds or not exact or self._saturating):
             self._count(rule, before, after, inputs, elementwise=elementwise)
         return EmuArray(after, self, tag, known)
 
-    def _saturate(self, rule: Rule, x: Any, exact: Bounds | None, slack: float) -> tuple[Any, Bounds]:
-        """:func:`native_fp32.saturate` of a result, and the bounds of the saturated values.
+    def _round_and_saturate(
+        self, rule: Rule, before: Any, tag: FloatFormat | None, function: str, exact: Bounds | None, slack: float
+    ) -> tuple[Any, FloatFormat | None, Bounds]:
+        """An op's result rounded and then saturated (:func:`native_fp32.saturate`): the values,
+        their format tag, and the bounds of the saturated values.
 
         With the exact result's bounds (never NaN), the rounded result's bounds decide: a clamp of
-        the side(s) that may be out of range, without the NaN select, or one select where neither
-        may be (see below). The values are the full saturation's, bit for bit. Error models and fixed-point formats move
-        values by more than a rounding, and a format without infinity turns an overflow into
-        NaN: those keep the full saturation.
+        the side(s) that may be out of range, without the NaN select, or at most one select where
+        neither may be (see below). Error models and fixed-point formats move values by more than
+        a rounding, and a format without infinity turns an overflow into NaN: those keep the full
+        saturation. The values are the full saturation's, bit for bit, and so are these savings:
+
+        * the rounding's NaN guard (a select keeping a NaN's bits) is left out when no NaN can
+          reach it (bounds) or when the full saturation replaces every NaN by 0 anyway, then
+          tested on the unrounded result: a rounded number is never NaN in a format with
+          infinities or a saturating overflow;
+        * an in-range result keeps one select only where nothing else stands between the op
+          and the next one (see :meth:`_saturation_sides`).
         """
         limit = min(rule.max_value, float(np.finfo(self._np_dtype).max))
-        fmt = rule.fmt if isinstance(rule.fmt, FloatFormat) else self._native
+        sides = self._saturation_sides(rule, exact, slack)
+        fmt = rule.fmt
+        numbers_stay = (
+            rule.error is None and isinstance(fmt, FloatFormat) and (fmt.has_inf or fmt.overflow == "saturate")
+        )
+        after, tag = self._round_result(rule, before, tag, function=function, nan_guard=not numbers_stay)
+        if sides is None:
+            nan_of = before if numbers_stay else after  # unguarded: NaN lanes are the unrounded result's
+            return saturate(self._be.xp, after, rule.max_value, nan_of=nan_of), tag, (-limit, limit)
+        lower, upper, known = sides
+        # At least one select stays where the result is in range and was not rounded: the compiler
+        # must not see two float ops side by side where the full saturation separated them
+        # (XLA:CPU would contract a product into the next addition, or merge two divisions, and
+        # change the bits). A rounding's integer operations (bit casts, shifts, masks) already
+        # separate them, so after one the select is left out.
+        if lower or upper or after is before:
+            after = clamp(self._be.xp, after, rule.max_value, lower=lower, upper=upper or not lower)
+        return after, tag, known
+
+    def _saturation_sides(self, rule: Rule, exact: Bounds | None, slack: float) -> tuple[bool, bool, Bounds] | None:
+        """Which sides of the range a result with exact bounds ``exact`` may leave after its
+        rounding (lower, upper), and its bounds once saturated; None where it needs the full
+        saturation (unknown bounds, error models, fixed-point formats, overflow to NaN)."""
         if exact is None or rule.error is not None or isinstance(rule.fmt, FixedFormat):
-            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
+            return None
+        limit = min(rule.max_value, float(np.finfo(self._np_dtype).max))
+        fmt = rule.fmt if isinstance(rule.fmt, FloatFormat) else self._native
         bits = min(fmt.mantissa_bits, self._native.mantissa_bits)
         lo, hi = rounded(exact, bits, max(fmt.min_normal, self._native.min_normal), slack=slack)
         lower, upper = lo < -limit, hi > limit
         if (lower or upper) and not fmt.has_inf and fmt.overflow != "saturate":  # overflow gives NaN
-            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
-        # At least one select stays, even in range: the compiler must not see two float ops side by
-        # side where the full saturation separated them (XLA:CPU would contract a product into the
-        # next addition, or merge two divisions, and change the bits).
-        x = clamp(self._be.xp, x, rule.max_value, lower=lower, upper=upper or not lower)
-        return x, (min(max(lo, -limit), limit), max(min(hi, limit), -limit))
+            return None
+        return lower, upper, (min(max(lo, -limit), limit), max(min(hi, limit), -limit))
 
     def _bounds(self, rule: Rule, x: Any) -> Bounds | None:
         """The bounds of an operand as the op sees it (unknown after an input rounding)."""
@@ -639,7 +671,11 @@ class EmulatingOps:
         self._op += 1
         return (((self._seed ^ extra) & _M32) << 32) | ((k * 4 + domain) & _M32)
 
-    def _round_to(self, x: Any, fmt: FloatFormat | FixedFormat, mode: RoundingMode, random_bits: int) -> Any:
+    def _round_to(
+        self, x: Any, fmt: FloatFormat | FixedFormat, mode: RoundingMode, random_bits: int, *, nan_guard: bool = True
+    ) -> Any:
+        """``x`` rounded onto ``fmt``; ``nan_guard=False``: the caller replaces NaN lanes itself (a
+        short rounding may then leave out the select that keeps a NaN's bits)."""
         seed = self._next_seed(0)  # consumed even when skipped: later roundings keep their keys
         if isinstance(fmt, FixedFormat):
             return round_fixed_values(self._be.xp, x, fmt, seed=seed, counter=self._step)
@@ -653,8 +689,10 @@ class EmulatingOps:
         if fast is None:
             return round_float(x, fmt, mode, seed=seed, counter=self._step, random_bits=random_bits)
         index = self._flat_index(x.shape) if mode is RoundingMode.STOCHASTIC else None
-        rand = {"rand": self._stream_bits(x.shape, seed)} if isinstance(fast, StreamRounder) else {}
-        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index, **rand)
+        extra: dict[str, Any] = {"nan_guard": nan_guard}
+        if isinstance(fast, StreamRounder):
+            extra["rand"] = self._stream_bits(x.shape, seed)
+        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index, **extra)
 
     def _stream_bits(self, shape: tuple[int, ...], seed: int) -> Any:
         """32 random bits per element for the rounding (or error-model offset) keyed ``seed``: the step's element words
@@ -715,14 +753,18 @@ class EmulatingOps:
         return True
 
     def _round_result(
-        self, rule: Rule, x: Any, tag: FloatFormat | None = None, *, function: str = ""
+        self, rule: Rule, x: Any, tag: FloatFormat | None = None, *, function: str = "", nan_guard: bool = True
     ) -> tuple[Any, FloatFormat | None]:
-        """``x`` rounded to the rule's result format, and the format the result is known to lie in."""
+        """``x`` rounded to the rule's result format, and the format the result is known to lie in.
+
+        ``x`` itself (the same object) comes back where nothing changes it; ``nan_guard``: see
+        :meth:`_round_to`.
+        """
         if not rule.rounds or not self._be.is_float(x):
             return x, tag
         fmt = rule.fmt
         if fmt is not None and not (rule.error is None and tag is not None and representable_in(tag, fmt)):
-            x = self._round_to(x, fmt, rule.mode, rule.random_bits)
+            x = self._round_to(x, fmt, rule.mode, rule.random_bits, nan_guard=nan_guard)
         if rule.error is not None and rule.error_fmt is not None:
             x = self._perturb(x, rule.error, rule.error_fmt, function or rule.cls.value)
         return x, _tag_after(rule, tag)
