@@ -58,8 +58,8 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
     Every rounder keeps a NaN's bits with a select; ``nan_guard=False`` leaves that select out,
     for callers that know ``x`` holds no NaN (or replace every NaN themselves): a NaN then comes
     out as some other pattern (inf, another NaN, a signed zero), while every other input rounds
-    exactly as with the guard. The rounded value of a number is never NaN (the rounders of
-    :func:`fast_rounder` keep IEEE overflow to inf or the largest value).
+    exactly as with the guard. A number never rounds to NaN onto a format with infinities or a
+    saturating overflow (a format without either turns overflow into NaN).
     """
     m_c, emin, emax, udt, _ = _CARRIERS[carrier]
     if mode is RoundingMode.NEAREST_EVEN and fmt.emin > emin:
