@@ -188,3 +188,58 @@ def test_groq_gives_the_full_saturations_bits(engine: str, monkeypatch: pytest.M
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
         assert np.array_equal(other.view(np.uint32), want.view(np.uint32))
     assert not any(np.isnan(p).any() for p in short)  # NaN never survives saturation
+
+
+def _groq_executor(workload: Any, kernel: Any) -> Any:
+    from hwbench.core.plugins import get_registry
+
+    groq = get_registry().devices["groq"]
+    return groq.executor_for(
+        kernel, workload, mode="default", engine="jax", dtype="float32", sample_every=kernel.info.sample_every
+    )
+
+
+def test_finite_state_program_gives_the_general_programs_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JAX executor traces groq's step for a finite loaded state (no full saturation of the ops
+    that read it) and runs it for calls that start finite; a call starting with NaN or infinity
+    runs the general program. Both give exactly what the general program alone gives."""
+    from hwbench.plugins.kernels.io_ehh import IoEhhKernel
+
+    kernel = IoEhhKernel()
+    workload = kernel.make_workload(64, connected=True, seed=3)
+    fast = _groq_executor(workload, kernel)
+    assert fast._finite is not None and fast._general is None  # the finite program, only
+    with monkeypatch.context() as m:
+        m.setattr(EmulatingOps, "finite_state_helps", property(lambda self: False))
+        general = _groq_executor(workload, kernel)
+    assert general._finite is None
+    nan_tests = [e._compiled.as_text().count("direction=NE") for e in (fast, general)]  # x != x
+    assert nan_tests[0] < nan_tests[1] / 2, nan_tests
+    inputs = kernel.default_inputs(workload)
+    broken = np.array(workload.state0, dtype=np.float32)
+    broken[0, :3] = [np.nan, np.inf, -np.inf]
+    broken[9, 5] = np.nan
+    for state in (workload.state0, broken):
+        got, want = fast.run(state, inputs, 3), general.run(state, inputs, 3)
+        for a, b in ((got.state, want.state), (got.probes, want.probes)):
+            a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32)) or np.array_equal(a, b, equal_nan=True)
+        assert np.array_equal(got.spikes, want.spikes)
+    assert fast._general is not None  # compiled for the call that started with NaN
+
+
+def test_finite_state_is_kept_only_by_bounded_stores() -> None:
+    """A step that stores anything but saturated results (here: the loaded state's raw values
+    through an unemulated op) does not keep the state finite: the engine then uses the general
+    program."""
+    import jax.numpy as jnp
+
+    ops = emulating_ops(default_profile(), counters=False)(JaxOps(np.float32))
+    assert isinstance(ops, EmulatingOps) and ops.finite_state_helps
+    ops.assume_finite_state = True
+    ops.begin_step(0)
+    state = ops.load(jnp.ones((2, 4), jnp.float32))
+    ops.store(ops.stack([state[0] + 1.0, state[1] * 2.0]))
+    assert ops.finite_state_kept
+    ops.store(jnp.exp(unwrap(state)) * 1e38)  # may be inf: not an emulated, saturated result
+    assert not ops.finite_state_kept

@@ -277,6 +277,16 @@ class EmulatingOps:
         self._index_offset = 0
         self._contracts = contracts(profile, rules, carrier)
         self._saturating = profile.special_values == "saturate"
+        # FiniteStateOps (hwbench.core.engine): set by a compiling engine while it traces the step
+        # for calls whose initial state is finite; read back after tracing.
+        self.assume_finite_state = False
+        self.finite_state_kept = False
+
+    @property
+    def finite_state_helps(self) -> bool:
+        """Whether a finite loaded state shortens the step: under a saturating profile every op
+        reading the state would otherwise need the full saturation (the state could hold NaN)."""
+        return self._saturating
 
     def __getattr__(self, name: str) -> Any:
         # Engine-specific extras of the raw namespace (outside the Ops interface) stay reachable;
@@ -302,17 +312,36 @@ class EmulatingOps:
     def load(self, state: Any) -> Any:
         raw = unwrap(state)
         self._prev = raw if self._tally is not None and self.rules[OpClass.STORE].rounds else None
+        if self.assume_finite_state:  # every element a finite number of the carrier: bounds
+            limit = float(np.finfo(self._np_dtype).max)
+            return _map_tree(lambda x: EmuArray(x, self, None, (-limit, limit) if self._be.is_float(x) else None), raw)
         return _map_tree(lambda x: EmuArray(x, self), raw)
 
     def store(self, state: Any) -> Any:
         rule = self.rules[OpClass.STORE]
         prev, self._prev = self._prev, None
+        if self.assume_finite_state:
+            self.finite_state_kept = self._stores_finite(rule, state)
         if not rule.rounds:
             return unwrap(state)
         if isinstance(state, (tuple, list)):
             olds = list(prev) if isinstance(prev, (tuple, list)) and len(prev) == len(state) else [None] * len(state)
             return type(state)(self._store_one(rule, x, p) for x, p in zip(state, olds, strict=True))
         return self._store_one(rule, state, prev)
+
+    def _stores_finite(self, rule: Rule, state: Any) -> bool:
+        """Whether the stored state is finite whenever the loaded one was: every part a result of
+        this namespace with bounds (a saturated op's: never NaN, within the range), and a store
+        rounding that cannot leave the range (onto a float format whose largest value bounds them)."""
+        parts = list(state) if isinstance(state, (tuple, list)) else [state]
+        if not all(isinstance(p, EmuArray) and p.bounds is not None for p in parts):
+            return False
+        if not rule.rounds:
+            return True
+        fmt = rule.fmt
+        if rule.error is not None or not isinstance(fmt, FloatFormat):
+            return False
+        return all(max(-p.bounds[0], p.bounds[1]) <= fmt.max_value for p in parts if p.bounds is not None)
 
     def _store_one(self, rule: Rule, x: Any, prev: Any) -> Any:
         value, tag = _split(x)
@@ -426,7 +455,8 @@ class EmulatingOps:
     def stack(self, xs: list[Any]) -> EmuArray:
         parts = [self._operand(x) for x in xs]
         tags = {tag for _, tag in parts}
-        return EmuArray(self.raw.stack([v for v, _ in parts]), self, tags.pop() if len(tags) == 1 else None)
+        bounds = hull(*(x.bounds if isinstance(x, EmuArray) else None for x in xs))
+        return EmuArray(self.raw.stack([v for v, _ in parts]), self, tags.pop() if len(tags) == 1 else None, bounds)
 
     def zeros_like(self, x: Any) -> EmuArray:
         return EmuArray(self.raw.zeros_like(self._value(x)), self)

@@ -79,8 +79,6 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
         return None
     d = m_c - fmt.mantissa_bits
     width = np.dtype(udt).itemsize * 8
-    low = (1 << d) - 1
-    mask = ((1 << width) - 1) ^ low
     sign = 1 << (width - 1)
     daz = fmt.subnormals != "keep"  # subnormal inputs read as zero: the input's signed zero
     exp_mask = ((1 << width) - 1) ^ sign ^ ((1 << m_c) - 1)
@@ -95,34 +93,46 @@ def fast_rounder(fmt: FloatFormat, mode: RoundingMode, carrier: str) -> Rounder 
         index: Any = None,
         nan_guard: bool = True,
     ) -> Any:
-        def u(c: int) -> Any:
-            return xp.asarray(c, dtype=udt)
-
         b = _to_bits(xp, x, udt)
-        if mode is RoundingMode.NEAREST_EVEN:
-            r = (b + u(low >> 1) + ((b >> u(d)) & u(1))) & u(mask)
-        elif mode is RoundingMode.NEAREST_AWAY:
-            r = (b + u(1 << (d - 1))) & u(mask)
-        elif mode is RoundingMode.TOWARD_ZERO:
-            r = b & u(mask)
-        elif mode in (RoundingMode.UP, RoundingMode.DOWN):
-            away = (b & u(sign)) == u(0) if mode is RoundingMode.UP else (b & u(sign)) != u(0)
-            r = xp.where(away, b + u(low), b) & u(mask)
-        elif mode is RoundingMode.ODD:
-            r = (b & u(mask)) | xp.where((b & u(low)) != u(0), u(1 << d), u(0))
-        else:  # STOCHASTIC, as round_float: up when rand < floor(rem / 2^d * 2^nbits)
+        rand = None
+        if mode is RoundingMode.STOCHASTIC:
             rand = uniform_bits(seed, counter, index, random_bits, xp=xp).astype(udt)
-            rem = b & u(low)
-            threshold = rem >> u(d - random_bits) if d >= random_bits else rem << u(random_bits - d)
-            r = (b & u(mask)) + xp.where(rand < threshold, u(1 << d), u(0))
+        r = _carrier_range_bits(xp, b, mode, d, udt, rand, random_bits)
         if daz:
-            r = xp.where((b & u(exp_mask)) == u(0), b & u(sign), r)
+            r = xp.where((b & xp.asarray(exp_mask, dtype=udt)) == 0, b & xp.asarray(sign, dtype=udt), r)
         out = _from_bits(xp, r, x.dtype)
         # NaN keeps its bits; tested on the float (one compare) rather than on the bits (two ops):
         # measured faster on io-ehh (groq default 1.76x native against 2.27x with the bit test)
         return xp.where(xp.isnan(x), x, out) if nan_guard else out
 
     return rounder
+
+
+def _carrier_range_bits(xp: Any, b: Any, mode: RoundingMode, d: int, udt: Any, rand: Any, random_bits: int) -> Any:
+    """The bit pattern ``b`` rounded in ``mode`` to a grid ``d`` bits coarser than its own (NaN aside)."""
+
+    def u(c: int) -> Any:
+        return xp.asarray(c, dtype=udt)
+
+    width = np.dtype(udt).itemsize * 8
+    low = (1 << d) - 1
+    mask = ((1 << width) - 1) ^ low
+    sign = 1 << (width - 1)
+    if mode is RoundingMode.NEAREST_EVEN:
+        return (b + u(low >> 1) + ((b >> u(d)) & u(1))) & u(mask)
+    if mode is RoundingMode.NEAREST_AWAY:
+        return (b + u(1 << (d - 1))) & u(mask)
+    if mode is RoundingMode.TOWARD_ZERO:
+        return b & u(mask)
+    if mode in (RoundingMode.UP, RoundingMode.DOWN):
+        away = (b & u(sign)) == u(0) if mode is RoundingMode.UP else (b & u(sign)) != u(0)
+        return xp.where(away, b + u(low), b) & u(mask)
+    if mode is RoundingMode.ODD:
+        return (b & u(mask)) | xp.where((b & u(low)) != u(0), u(1 << d), u(0))
+    # STOCHASTIC, as round_float: up when rand < floor(rem / 2^d * 2^nbits)
+    rem = b & u(low)
+    threshold = rem >> u(d - random_bits) if d >= random_bits else rem << u(random_bits - d)
+    return (b & u(mask)) + xp.where(rand < threshold, u(1 << d), u(0))
 
 
 def _narrow_nearest_rounder(fmt: FloatFormat, carrier: str) -> Rounder | None:
