@@ -30,7 +30,8 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   value of its op's format -> that value, NaN -> 0), and counted as an overflow / non-finite
   event of its op class. Where trace-time bounds prove a result in range, or never NaN, the
   saturation is left out or reduced to a clamp (:mod:`hwbench.accuracy.numerics.value_bounds`):
-  the same values, fewer operations.
+  the same values, fewer operations. The JAX engine traces such a step for a finite loaded state
+  too (``FiniteStateOps`` in :mod:`hwbench.core.engine`) and runs it for calls that start finite.
 * ``lowering="one-hot-matmul"`` (gather class): gather rounds its source to the
   ``matmul_input`` format and gathers exactly (one 1.0 per one-hot row, so the product is
   exact); scatter-add rounds values to ``matmul_input`` and sums each target's terms in
@@ -615,7 +616,7 @@ class EmulatingOps:
         ``exact``: the operation itself only moves or selects values (gather, where, minimum),
         so it has events to count only when its result is rounded. ``function`` names the
         error model's stream (exp and log of one class draw different patterns). Under a
-        saturating profile the result is saturated last (:meth:`_saturate`); ``bounds`` is the
+        saturating profile the result is saturated last (:meth:`_round_and_saturate`); ``bounds`` is the
         interval of the op's exact result where its operands' bounds give one (``slack``: the
         native op's own relative error), so that the saturation can be shortened.
         """
