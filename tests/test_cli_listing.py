@@ -232,6 +232,28 @@ def test_listing_commands_do_not_import_heavy_frameworks() -> None:
     assert result["heavy"] == []
 
 
+def test_devices_imports_no_numpy() -> None:
+    # Issue 31's 0.3 s for `hwbench devices`: numpy alone costs ~90 ms of it, and the listing needs
+    # no array, so every module on this path imports numpy inside the functions that compute.
+    script = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+        from hwbench.cli.main import main
+        codes = []
+        with contextlib.redirect_stdout(io.StringIO()):
+            for argv in (["devices"], ["devices", "--json"]):
+                codes.append(main(argv))
+        numpy_importers = sorted(m for m in sys.modules if m.split(".")[0] == "numpy")
+        print(json.dumps({"codes": codes, "numpy": numpy_importers[:5]}))
+        """
+    )
+    proc = _python(script)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["codes"] == [0, 0]
+    assert result["numpy"] == []
+
+
 def test_devices_imports_no_other_command_and_help_lists_them_all() -> None:
     # `hwbench devices` imports only the listing commands' module (docs/cli.md, "Start-up time"); a
     # command's module loads when it is looked up, and --help (every command) loads them all.

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-from pydantic import BaseModel, Field
-
 if TYPE_CHECKING:
-    pass
+    import numpy as np
+from pydantic import BaseModel, Field
 
 REPORTS = ("structure", "activity", "layers", "connections", "synaptic-events")
 """What a kernel can declare in :attr:`Kernel.reports` (metrics name what they require from it)."""
@@ -100,6 +98,8 @@ def connection_activity(name: str, pre: np.ndarray, weights: np.ndarray) -> Conn
 
     ``pre`` is (steps, n_pre): the map's input at every step; ``weights`` is (n_pre, n_post).
     """
+    import numpy as np
+
     pre = np.asarray(pre)
     w = np.asarray(weights)
     if pre.ndim != 2 or w.ndim != 2 or pre.shape[1] != w.shape[0]:
@@ -129,6 +129,8 @@ def layer_activity(
     reset, and the layer's output (spikes) of that step. A membrane update is every neuron at the
     first step, then each neuron whose potential differs from the step before.
     """
+    import numpy as np
+
     mem = np.asarray(membrane)
     out = np.asarray(outputs)
     if mem.shape != out.shape or mem.ndim != 2:

@@ -13,9 +13,10 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.errors import UnavailableError
 from hwbench.core.kernel import Kernel, Workload
@@ -148,6 +149,8 @@ def kernel_params(workload: Workload, to_float: Callable[[Any], Any], to_int: Ca
     working dtype; scalars may stay Python floats), integer arrays (connectivity) through
     ``to_int``, and ``n`` is the workload size as a Python int (static for compilers).
     """
+    import numpy as np
+
     params: dict[str, Any] = {}
     for key, value in workload.params.items():
         params[key] = float(value) if np.ndim(value) == 0 else to_float(np.asarray(value))

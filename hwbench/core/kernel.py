@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 from pydantic import BaseModel, Field
 
 from hwbench.core.errors import UnavailableError, UsageError
@@ -65,6 +66,8 @@ class KernelInfo(BaseModel):
     def step_ms(self, params: dict[str, Any]) -> float:
         """The time step of a workload with ``params``, in ms: its :attr:`dt_param` where the kernel has
         one (``--set dt=...`` changes it), else :attr:`dt_ms` (1 ms for a kernel that declares none)."""
+        import numpy as np
+
         if self.dt_param is not None and self.dt_param in params and np.ndim(params[self.dt_param]) == 0:
             return float(params[self.dt_param])
         return self.dt_ms or 1.0
@@ -104,6 +107,8 @@ class Workload:
 
     def save(self, path: str | Path, files: OutputFiles | None = None) -> Path:
         """Write the ``.npz`` atomically (see :mod:`hwbench.core.files`); with ``files``, only stage it."""
+        import numpy as np
+
         path = Path(path)
         scalars = {k: v for k, v in self.params.items() if np.ndim(v) == 0}
         # Any values: numpy's stubs type savez's **kwds against its allow_pickle keyword
@@ -135,6 +140,8 @@ class Workload:
         cells than its arrays hold, or whose arrays would not fit in memory, is refused before
         anything is allocated.
         """
+        import numpy as np
+
         path = Path(path)
         check_input_file(path, "workload file")
         try:  # everything is read here, so a damaged file fails as one usage error
@@ -163,6 +170,8 @@ class Workload:
 
 def _npz_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     """Each member's shape from its ``.npy`` header; refuses (exit 4) arrays that cannot fit in memory."""
+    import numpy as np
+
     from hwbench.core.host import GIB, available_memory_bytes
 
     shapes: dict[str, tuple[int, ...]] = {}
@@ -228,6 +237,8 @@ class ParamRange:
         return text + (f" ({self.unit})" if self.unit else "")
 
     def contains(self, values: np.ndarray) -> bool:
+        import numpy as np
+
         v = np.asarray(values, dtype=np.float64)
         if not np.isfinite(v).all():
             return False
@@ -269,6 +280,8 @@ class Kernel(ABC):
 
         Keys without a declared range are left to ``make_workload``, which names unknown ones.
         """
+        import numpy as np
+
         for key, value in overrides.items():
             spec = self.parameter_ranges.get(key)
             if spec is None:
@@ -283,6 +296,8 @@ class Kernel(ABC):
 
     def check_workload(self, workload: Workload) -> None:
         """Refuse a loaded workload this kernel cannot run: wrong kernel, bad parameters, non-finite state."""
+        import numpy as np
+
         if workload.kernel != self.name:
             raise UsageError(f"workload file is for kernel '{workload.kernel}', not '{self.name}'")
         self.check_parameters({k: v for k, v in workload.params.items() if k in self.parameter_ranges})

@@ -20,8 +20,10 @@ numpy only: this module is imported by kernels and engines alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.errors import UsageError
 
@@ -40,6 +42,8 @@ def neighbour_table(index: np.ndarray, size: int) -> np.ndarray:
     Row i lists, in ascending order, the positions j with ``index[j] == i``; padding points at
     one extra zero appended to the values, so a plain row sum gives the scatter-add with no mask.
     """
+    import numpy as np
+
     index = np.asarray(index, dtype=np.int64).reshape(-1)
     check_index(index, size)
     order = np.argsort(index, kind="stable")
@@ -69,11 +73,15 @@ class PassPlan:
     @property
     def offsets(self) -> tuple[int, ...]:
         """Where each pass starts in the pass-major list."""
+        import numpy as np
+
         return tuple(int(o) for o in np.cumsum((0, *self.counts[:-1]))) if self.counts else ()
 
     @property
     def inverse(self) -> np.ndarray:
         """Rank of each target: ``x_ranked[inverse]`` puts ranked values back in target order."""
+        import numpy as np
+
         inv = np.empty_like(self.ranked)
         inv[self.ranked] = np.arange(len(self.ranked), dtype=self.ranked.dtype)
         return inv
@@ -81,16 +89,22 @@ class PassPlan:
     @property
     def in_rank_order(self) -> bool:
         """Whether targets are already numbered by rank (``ranked`` is the identity)."""
+        import numpy as np
+
         return bool(np.array_equal(self.ranked, np.arange(len(self.ranked))))
 
     @property
     def is_pass_major(self) -> bool:
         """Whether the list is already stored in pass-major order (no permutation needed)."""
+        import numpy as np
+
         return bool(np.array_equal(self.order, np.arange(len(self.order))))
 
 
 def pass_plan(index: np.ndarray, size: int) -> PassPlan:
     """The :class:`PassPlan` of a target index over ``size`` targets."""
+    import numpy as np
+
     index = np.asarray(index, dtype=np.int64).reshape(-1)
     check_index(index, size)
     count = np.bincount(index, minlength=size)

@@ -327,6 +327,29 @@ def test_half_stochastic_under_jax_matches_numpy_and_reference() -> None:
             assert_matches_reference(got, x, fmt, rand)
 
 
+@pytest.mark.parametrize("engine", ["numpy", "jax"])
+def test_narrow_range_stochastic_keeps_every_nan_bit_for_bit(engine: str) -> None:
+    """fp16 stochastic rounding keeps a NaN's sign and payload (quiet or signalling) inside its
+    overflow select (no separate NaN test), and still takes overflow and infinities to inf."""
+    fmt = FORMATS["fp16"]
+    rounder = fast_rounder(fmt, RoundingMode.STOCHASTIC, "float32")
+    assert rounder is not None
+    nans = np.array([0x7FC00000, 0x7F800001, 0x7FBFFFFF, 0x7FFFFFFF, 0x7FC01234], np.uint32)
+    x = np.concatenate([nans, nans | np.uint32(0x80000000)]).view(np.float32)
+    x = np.concatenate([x, np.array([np.inf, -np.inf, 65520.0, -65520.0, 3e38, 65504.0, 1.0], np.float32)])
+    rand = np.random.default_rng(3).integers(0, 2**32, x.shape, dtype=np.int64).astype(np.uint32)
+    with np.errstate(all="ignore"):
+        if engine == "numpy":
+            got = np.asarray(rounder(np, x, rand=rand))
+        else:
+            jax = pytest.importorskip("jax")
+            import jax.numpy as jnp
+
+            got = np.asarray(jax.jit(lambda v, r: rounder(jnp, v, rand=r))(jnp.asarray(x), jnp.asarray(rand)))
+        assert same_bits(got[:10], x[:10])
+        assert_matches_reference(got, x, fmt, rand)
+
+
 @pytest.mark.parametrize(
     "fmt", [custom_float(10, -126, 127, name="reduced-m10"), FORMATS["bf16"], FORMATS["fp16"]], ids=lambda f: f.name
 )

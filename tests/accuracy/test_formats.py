@@ -17,6 +17,7 @@ from test_rounding_strategies import custom_format_from
 
 from hwbench.accuracy.numerics.formats import (
     FORMATS,
+    IEEE_CARRIERS,
     FixedFormat,
     FloatFormat,
     Format,
@@ -164,3 +165,11 @@ def test_fits() -> None:
     assert get_format("bf16").fits("float32") and not get_format("fp64").fits("float32")  # type: ignore[union-attr]
     assert not custom_float(10, -127, 10).fits("float32") and custom_float(10, -127, 10).fits("float64")
     assert math.isclose(get_format("fp8-e5m2").max_value, 57344.0)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("carrier", sorted(IEEE_CARRIERS))
+def test_ieee_carrier_table_matches_numpy_finfo(carrier: str) -> None:
+    # FloatFormat.fits reads this table so that building profiles imports no numpy; it must say
+    # what numpy's finfo says, or a format would fit a carrier it does not.
+    info = np.finfo(np.dtype(carrier))
+    assert IEEE_CARRIERS[carrier] == (int(info.nmant), int(info.minexp), int(info.maxexp) - 1)

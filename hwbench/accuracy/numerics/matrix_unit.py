@@ -15,9 +15,10 @@ algorithm of :mod:`.block_fma`), ``numpy`` and ``jax`` (the vectorised algorithm
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.accuracy.numerics.formats import FloatFormat
 from hwbench.accuracy.numerics.matrix_unit_catalog import MATRIX_UNITS, named_models
@@ -98,6 +99,8 @@ class MatrixUnit:
 
     def inner(self, a: Any, b: Any, c: Any = None) -> np.ndarray:
         """``a[i] . b[i] + c[i]`` for each row i: a, b (n, K) input values, c (n,) output values."""
+        import numpy as np
+
         a2, b2 = _as_matrix(a, "a"), _as_matrix(b, "b")
         if a2.shape != b2.shape:
             raise UsageError(f"a and b must have the same shape (n, K); got {a2.shape} and {b2.shape}")
@@ -116,6 +119,8 @@ class MatrixUnit:
 
     def matmul(self, a: Any, b: Any, c: Any = None) -> np.ndarray:
         """``A @ B + C`` with every element an inner product of this unit: A (M, K), B (K, N), C (M, N)."""
+        import numpy as np
+
         a2, b2 = _as_matrix(a, "A"), _as_matrix(b, "B")
         if a2.shape[1] != b2.shape[0]:
             raise UsageError(f"A (M, K) and B (K, N) must share K; got {a2.shape} and {b2.shape}")
@@ -145,6 +150,8 @@ class MatrixUnit:
 
 
 def _as_matrix(x: Any, what: str) -> np.ndarray:
+    import numpy as np
+
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim != 2:
         raise UsageError(f"{what} must be a 2-D array; got {arr.ndim}-D with shape {arr.shape}")
@@ -153,6 +160,8 @@ def _as_matrix(x: Any, what: str) -> np.ndarray:
 
 def _check_representable(x: np.ndarray, fmt: FloatFormat, what: str) -> None:
     """Refuse values the format cannot hold: one line naming the first offender."""
+    import numpy as np
+
     finite = np.isfinite(x)
     bad = np.zeros(x.shape, dtype=bool)
     if not fmt.has_inf:

@@ -15,7 +15,7 @@ emulating namespace (:mod:`hwbench.accuracy.numerics.emulate`) only decides *whe
   the host's own FMA instruction computes the same rounding for the price of a multiply-add:
   XLA:CPU (through LLVM) contracts ``a * b + c`` into it when the product has no other use and
   the addend is no product LLVM could fuse instead. :func:`fused_multiply_add` makes both true
-  whatever XLA fuses: it xors a *salt* into the operands' bit patterns (:func:`fma_salt`: zero at
+  whatever XLA fuses: it xors a *salt* into one factor's and the addend's bit patterns (:func:`fma_salt`: zero at
   run time, unprovable at compile time, different for every contraction of a step), so no
   compiler can merge the product with another nor see the addend as a product.
   ``lax.optimization_barrier`` does not do it: XLA:CPU drops barriers before it has finished
@@ -197,8 +197,9 @@ def _hardware_fma() -> Any:
     A product with another use is not contracted (LLVM's x86 back end fuses only single-use
     products), and two equal products are one after CSE; an addend that is itself a single-use
     product in the same loop may be fused instead of ours. The salt (:func:`fma_salt`), xor-ed
-    into the bit patterns of ``a``, ``b`` and an array ``c``, makes this product's operands
-    distinct from every other value and the addend no product, for any fusion XLA chooses.
+    into the bit patterns of one factor (a scalar one where there is one) and of an array ``c``,
+    makes this product distinct from every other and the addend no product, for any fusion XLA
+    chooses.
     Under an outer ``jax.jit`` this is inlined into the caller's fused loops; alone, it is its
     own compiled program (op-by-op execution contracts too).
     """
@@ -212,7 +213,11 @@ def _hardware_fma() -> Any:
 
     def fma(a: Any, b: Any, c: Any, salt: Any) -> Any:
         c2 = c if isinstance(c, (int, float, np.generic)) else hide(c, salt)  # a constant is no product
-        return hide(a, salt) * hide(b, salt) + c2
+        # one salted factor makes the product unique; salt a scalar one where there is one (no
+        # per-element cost). Salting both factors cost one xor per element more (issue 31).
+        if jnp.ndim(b) == 0 and jnp.ndim(a) != 0:
+            return a * hide(b, salt) + c2
+        return hide(a, salt) * b + c2
 
     return jax.jit(fma)
 
@@ -233,7 +238,7 @@ def agrees_with_binary64(fma: Callable[[Any, Any, Any, Any], Any]) -> bool:
     On :func:`fma_probe_operands` (double-rounding traps, random triples over a wide exponent
     range, cancellation, subnormals, overflow, infinities and NaN): called alone, and inside one
     jitted program with salts from a run-time step (:func:`fma_salt`): with a scalar ``a``
-    broadcasting, with a product that has another use (the program returns it), and with an
+    or ``b`` broadcasting, with a product that has another use (the program returns it), and with an
     addend that is a single-use product — what a kernel's step has.
     """
     import jax
@@ -245,8 +250,15 @@ def agrees_with_binary64(fma: Callable[[Any, Any, Any, Any], Any]) -> bool:
     @jax.jit
     def in_a_program(x: Any, y: Any, z: Any, step: Any) -> Any:
         p = x * y  # returned too: a second use
-        salts = [fma_salt(step, k) for k in range(4)]
-        return fma(x, y, z, salts[0]), fma(x, y, p, salts[1]), fma(x[7], y, z, salts[2]), fma(x, y, z * y, salts[3]), p
+        salts = [fma_salt(step, k) for k in range(5)]
+        return (
+            fma(x, y, z, salts[0]),
+            fma(x, y, p, salts[1]),
+            fma(x[7], y, z, salts[2]),
+            fma(x, y, z * y, salts[3]),
+            fma(x, y[5], z, salts[4]),
+            p,
+        )
 
     @jax.jit
     def reference(x: Any, y: Any, z: Any, p: Any) -> Any:
@@ -255,6 +267,7 @@ def agrees_with_binary64(fma: Callable[[Any, Any, Any, Any], Any]) -> bool:
             _fma_f64_jax(jnp, x, y, p),
             _fma_f64_jax(jnp, x[7], y, z),
             _fma_f64_jax(jnp, x, y, z * y),
+            _fma_f64_jax(jnp, x, y[5], z),
         )
 
     a, b, c = fma_probe_operands()

@@ -25,16 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-import numpy as np
+from typing import Any, Literal
 
 from hwbench.accuracy.numerics.formats import RoundingMode
 from hwbench.accuracy.numerics.profile import Confidence, ErrorModel, NumericsProfile, OpNumerics
 from hwbench.core.errors import UsageError, unknown_name
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "IEEE754",
@@ -202,6 +197,8 @@ class Knob:
 
     def read(self, device: str, name: str, value: Any) -> bool | int | float | str:
         """``value`` as this knob's type, or a UsageError that says what is allowed."""
+        import numpy as np
+
         where = f"parameter '{name}' of device '{device}'"
         if self.kind == "bool":
             if isinstance(value, bool):

@@ -109,8 +109,8 @@ def element_words(seed: int, counter: Any, index: Any, xp: Any = None) -> Any:
 
     A step of an emulated kernel draws these once per array shape and derives every rounding's
     bits from them with one multiply each, instead of hashing every element again for every
-    operation. The per-call key (both seed words and the counter) is mixed into one scalar at
-    trace time, so each element costs one lowbias32 round of ``index ^ key``: a bijection of the
+    operation. The per-call key (both seed words and the counter) is mixed into one scalar
+    first, so each element costs one lowbias32 round of ``index ^ key``: a bijection of the
     index for a key, with full avalanche (issue 31; :func:`uniform_bits`' second round cost as
     much as the error models' own arithmetic). tests/accuracy/test_random_stream.py measures the
     stream it gives: uniform, and independent across elements, steps and operations.

@@ -6,20 +6,23 @@ their backend.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.engine import FiniteStateOps, SteppedOps
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, Workload
 
-SPIKE_DTYPE = np.int16  # spikes[k, c]: step offset inside sample window k, or -1
+SPIKE_DTYPE = "int16"  # spikes[k, c]: step offset inside sample window k, or -1
 NO_SPIKE = -1
 
 
 def check_dtype(engine: str, dtype: str, allowed: tuple[str, ...]) -> np.dtype:
     """The working float dtype, or a UsageError naming the ones this engine runs."""
+    import numpy as np
+
     if dtype not in allowed:
         raise UsageError(f"engine '{engine}' runs dtype {', '.join(allowed)}; got '{dtype}'")
     return np.dtype(dtype)
@@ -27,6 +30,8 @@ def check_dtype(engine: str, dtype: str, allowed: tuple[str, ...]) -> np.dtype:
 
 def resolve_sample_every(kernel: Kernel, sample_every: int | None) -> int:
     """Steps per sample window: the argument, else the kernel's ``info.sample_every``."""
+    import numpy as np
+
     value = kernel.info.sample_every if sample_every is None else sample_every
     top = int(np.iinfo(SPIKE_DTYPE).max)  # spike offsets inside a window must fit SPIKE_DTYPE
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= top:
@@ -35,6 +40,8 @@ def resolve_sample_every(kernel: Kernel, sample_every: int | None) -> int:
 
 
 def check_nsamples(nsamples: int) -> int:
+    import numpy as np
+
     if isinstance(nsamples, bool) or not isinstance(nsamples, (int, np.integer)) or nsamples < 0:
         raise UsageError(f"nsamples must be a non-negative integer, got {nsamples!r}")
     return int(nsamples)
@@ -47,6 +54,8 @@ def merge_inputs(
 
     Unknown names are a UsageError (a misspelt input would otherwise be silently ignored).
     """
+    import numpy as np
+
     merged = {k: np.asarray(v) for k, v in kernel.default_inputs(workload).items()}
     for key, value in (inputs or {}).items():
         if key not in merged:
@@ -67,6 +76,8 @@ def state_to_host(state: Any, dtype: np.dtype, like: Any) -> Any:
     ``like`` is the workload's initial state: shapes must match it, so a state from another
     workload fails here with a clear message instead of deep inside compiled code.
     """
+    import numpy as np
+
     if isinstance(like, (tuple, list)):
         if not isinstance(state, (tuple, list)) or len(state) != len(like):
             raise UsageError(f"state must be a sequence of {len(like)} arrays like the workload's state0")
@@ -80,6 +91,8 @@ def state_to_host(state: Any, dtype: np.dtype, like: Any) -> Any:
 def check_step_output(new: Any, old: Any) -> None:
     """A kernel step must return state of the same structure, shapes and dtype as it got: a
     silent promotion (float32 -> float64) would change the precision being measured."""
+    import numpy as np
+
     new_parts = list(new) if isinstance(new, (tuple, list)) else [new]
     old_parts = list(old) if isinstance(old, (tuple, list)) else [old]
     got = [(tuple(np.shape(a)), str(getattr(a, "dtype", type(a).__name__))) for a in new_parts]
@@ -100,6 +113,8 @@ def offers_finite_state(ops: Any) -> bool:
 
 def all_finite(state: Any) -> bool:
     """Whether every float element of a (tuple/list of) host state array(s) is a finite number."""
+    import numpy as np
+
     leaves = state if isinstance(state, (tuple, list)) else [state]
     for leaf in leaves:
         arr = np.asarray(leaf)
@@ -110,6 +125,8 @@ def all_finite(state: Any) -> bool:
 
 def counters_dict(names: tuple[str, ...], totals: Any) -> dict[str, int]:
     """``{name: int}`` from a vector of summed counts (one per name)."""
+    import numpy as np
+
     totals = np.asarray(totals, dtype=np.int64).reshape(-1)
     if len(totals) != len(names):
         raise ValueError(f"ops reported {len(totals)} counters for {len(names)} counter names")

@@ -41,9 +41,10 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params
 from hwbench.core.engines import _loop
@@ -98,6 +99,8 @@ def prepare_xla_flags() -> bool:
 @contextlib.contextmanager
 def x64_mode(dtype: np.dtype) -> Iterator[None]:
     """64-bit JAX types for float64 runs only, scoped so float32 users elsewhere are unaffected."""
+    import numpy as np
+
     if dtype == np.float64:
         import jax
 
@@ -139,7 +142,9 @@ class JaxOps:
     name = "jax"
     xp_name = "jax"
 
-    def __init__(self, dtype: Any = np.float32, scatter: str = DEFAULT_SCATTER) -> None:
+    def __init__(self, dtype: Any = "float32", scatter: str = DEFAULT_SCATTER) -> None:
+        import numpy as np
+
         prepare_xla_flags()
         import jax
         import jax.numpy as jnp
@@ -188,6 +193,8 @@ class JaxOps:
         return self._jnp.less(x, y)
 
     def gather(self, x: Any, index: Any) -> Any:
+        import numpy as np
+
         jnp = self._jnp
         x = jnp.asarray(x)
         if not isinstance(index, np.ndarray):
@@ -202,6 +209,8 @@ class JaxOps:
         return jnp.concatenate([ranked[..., :c] for c in plan.counts], axis=-1)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
+        import numpy as np
+
         jnp = self._jnp
         if not isinstance(index, np.ndarray):
             return self._jax.ops.segment_sum(values, index, num_segments=size)
@@ -256,6 +265,8 @@ class JaxOps:
         ``plan.offsets[k]`` onwards), and each target's terms are summed in list order. The
         emulating ops ask this to know whether they may fuse their own rounding into the passes.
         """
+        import numpy as np
+
         concrete = isinstance(src, np.ndarray) and isinstance(tgt, np.ndarray) and src.shape == tgt.shape
         fusable = concrete and tgt.ndim == 1 and tgt.size > 0 and self.scatter == "passes" and shape[-1] == size
         plan = self._pass_major(tgt, size) if fusable else None
@@ -306,6 +317,8 @@ class JaxOps:
 
     def _plan(self, index: np.ndarray, size: int) -> tuple[str, Any]:
         """Host-side layout for a concrete index, computed once per index array per trace."""
+        import numpy as np
+
         key = id(index)
         if key in self._plans and self._plans[key][0] is index:
             return self._plans[key][1]
@@ -390,6 +403,7 @@ class JaxExecutor(Executor):
         self, kernel: Kernel, workload: Workload, dtype: np.dtype, sample_every: int, ops: Any, tuning: JaxTuning
     ) -> None:
         import jax
+        import numpy as np
 
         self.kernel = kernel
         self.workload = workload
@@ -483,6 +497,7 @@ class JaxExecutor(Executor):
         executable is None (nothing compiled) where the traced step does not keep it finite.
         """
         import jax
+        import numpy as np
 
         def spec(a: Any) -> Any:
             return jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
@@ -520,6 +535,7 @@ class JaxExecutor(Executor):
     # --------------------------------------------------------------------------- run
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
         import jax
+        import numpy as np
 
         nsamples = _loop.check_nsamples(nsamples)
         host_state = _loop.state_to_host(state, self.dtype, self.workload.state0)

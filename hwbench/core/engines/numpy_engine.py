@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params
 from hwbench.core.engines import _loop
@@ -27,6 +28,8 @@ def conv2d_im2col(
     The patch matrix is a copy of input values (no arithmetic), so the result is one matrix
     product with K = fh*fw*c: the error analysis of GEMM applies unchanged.
     """
+    import numpy as np
+
     ph, pw = padding
     fh, fw, c, kf = w.shape
     if ph or pw:
@@ -44,44 +47,70 @@ class NumpyOps:
     name = "numpy"
     xp_name = "numpy"
 
-    def __init__(self, dtype: Any = np.float64) -> None:
+    def __init__(self, dtype: Any = "float64") -> None:
+        import numpy as np
+
         self.dtype = np.dtype(dtype)
 
     def asarray(self, x: Any) -> np.ndarray:
+        import numpy as np
+
         arr = np.asarray(x)
         return arr.astype(self.dtype) if arr.dtype.kind in "fc" or arr.dtype.kind == "O" else arr
 
     def exp(self, x: Any) -> Any:
+        import numpy as np
+
         return np.exp(x)
 
     def log(self, x: Any) -> Any:
+        import numpy as np
+
         return np.log(x)
 
     def sqrt(self, x: Any) -> Any:
+        import numpy as np
+
         return np.sqrt(x)
 
     def power(self, x: Any, y: Any) -> Any:
+        import numpy as np
+
         return np.power(x, y)
 
     def abs(self, x: Any) -> Any:
+        import numpy as np
+
         return np.abs(x)
 
     def minimum(self, x: Any, y: Any) -> Any:
+        import numpy as np
+
         return np.minimum(x, y)
 
     def maximum(self, x: Any, y: Any) -> Any:
+        import numpy as np
+
         return np.maximum(x, y)
 
     def where(self, cond: Any, x: Any, y: Any) -> Any:
+        import numpy as np
+
         return np.where(cond, x, y)
 
     def greater(self, x: Any, y: Any) -> Any:
+        import numpy as np
+
         return np.greater(x, y)
 
     def less(self, x: Any, y: Any) -> Any:
+        import numpy as np
+
         return np.less(x, y)
 
     def gather(self, x: Any, index: Any) -> Any:
+        import numpy as np
+
         return np.take(x, index, axis=-1)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
@@ -90,6 +119,8 @@ class NumpyOps:
         float64: ``np.bincount`` (it accumulates in float64, in index order — the same sums as a
         sequential loop). Other dtypes: ``np.add.at``, which stays in the array's dtype.
         """
+        import numpy as np
+
         values = np.asarray(values)
         if values.dtype == np.float64:
             return np.bincount(index, weights=values, minlength=size)
@@ -98,22 +129,34 @@ class NumpyOps:
         return out
 
     def sum(self, x: Any, axis: int) -> Any:
+        import numpy as np
+
         return np.sum(x, axis=axis)
 
     def matmul(self, a: Any, b: Any, precision: str | None = None) -> Any:
+        import numpy as np
+
         return np.matmul(a, b)
 
     def conv2d(self, x: Any, w: Any, padding: tuple[int, int], precision: str | None = None) -> Any:
         """im2col + one BLAS product (exact data movement, then a plain matrix product)."""
+        import numpy as np
+
         return conv2d_im2col(np.asarray(x), np.asarray(w), padding, np.matmul)
 
     def stack(self, xs: list[Any]) -> Any:
+        import numpy as np
+
         return np.stack(xs)
 
     def zeros_like(self, x: Any) -> Any:
+        import numpy as np
+
         return np.zeros_like(x)
 
     def astype(self, x: Any, dtype: Any) -> Any:
+        import numpy as np
+
         return np.asarray(x).astype(dtype)
 
 
@@ -123,6 +166,8 @@ class NumpyExecutor(Executor):
     dtype: np.dtype[Any]
 
     def __init__(self, kernel: Kernel, workload: Workload, dtype: np.dtype, sample_every: int, ops: Any) -> None:
+        import numpy as np
+
         self.kernel = kernel
         self.workload = workload
         self.dtype = dtype
@@ -133,6 +178,8 @@ class NumpyExecutor(Executor):
         self.steps_done = 0  # global step index handed to SteppedOps.begin_step
 
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
+        import numpy as np
+
         nsamples = _loop.check_nsamples(nsamples)
         state = _loop.state_to_host(state, self.dtype, self.workload.state0)
         inputs = _loop.merge_inputs(self.kernel, self.workload, inputs, self.dtype)
@@ -176,6 +223,8 @@ class NumpyEngine(Engine):
     summary = "numpy, a Python loop over vectorised steps: the float64 gold reference"
 
     def available(self) -> tuple[bool, str]:
+        import numpy as np
+
         return True, f"numpy {np.__version__} (core dependency)"
 
     def build(

@@ -22,9 +22,10 @@ import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput
 from hwbench.core.engines import _loop
@@ -134,6 +135,7 @@ def unroll_block(step_model: Any, kg: KernelGraph) -> Any:
     share the step's initializers (parameters, connectivity); only tensors computed per step are
     renamed, and nodes whose results nobody uses (the probes of earlier steps) are dropped.
     """
+    import numpy as np
     from onnx import helper, numpy_helper
 
     g = step_model.graph
@@ -187,6 +189,7 @@ def _step_ports(g: Any, kg: KernelGraph) -> tuple[list[str], list[str], list[str
 
 def _carry_initializers(kg: KernelGraph, initializers: list[Any]) -> tuple[str | None, str | None]:
     """The initial first-spike offsets and event counts the steps carry (None: not tracked)."""
+    import numpy as np
     from onnx import numpy_helper
 
     first = counts = None
@@ -222,6 +225,7 @@ def _block_outputs(
     g: Any, kg: KernelGraph, state: list[str], probe: str, first: str | None, counts: str | None
 ) -> tuple[list[Any], list[Any]]:
     """The block's output nodes and their value infos: new state, last probe, spikes, counters."""
+    import numpy as np
     from onnx import TensorProto, helper
 
     nstate = len(state)
@@ -250,6 +254,7 @@ def fast_gathers(model: Any) -> Any:
     rewrite is pure data movement. The exported model (``OnnxExecutor.model``) stays as
     tf2onnx made it; only the model ONNX Runtime runs is rewritten.
     """
+    import numpy as np
     import onnx
     from onnx import helper, numpy_helper
 
@@ -351,6 +356,8 @@ class OnnxExecutor(Executor):
         self._binding.bind_output(name, "cpu", 0, row.dtype.type, list(row.shape), row.ctypes.data)
 
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
+        import numpy as np
+
         kg, binding, ort = self.graph, self._binding, self._ort
         nsamples = _loop.check_nsamples(nsamples)
         se = kg.sample_every

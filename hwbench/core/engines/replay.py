@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from hwbench.core.engine import kernel_params
 from hwbench.core.engines.numpy_engine import NumpyOps
 from hwbench.core.kernel import Kernel, Workload
@@ -22,6 +20,8 @@ def replay(kernel: Kernel, workload: Workload, steps: int, *, dtype: str = "floa
     Activity is a property of the workload (NeuroBench's algorithm track), so it is recorded once on
     the host, in float32 like PyTorch's default, whatever device ran the timed run.
     """
+    import numpy as np
+
     ftype = np.dtype(dtype)
     ops = NumpyOps(ftype)
     params = kernel_params(workload, lambda a: np.asarray(a, dtype=ftype), lambda a: np.asarray(a))

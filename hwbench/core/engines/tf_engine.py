@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params
 from hwbench.core.engines import _loop
@@ -79,6 +80,8 @@ class KernelGraph:
         Constants, not inputs: XLA sees fixed gather/scatter indices, and the ONNX model is
         self-contained (ONNX Runtime folds the index arithmetic of the scatter into constants).
         """
+        import numpy as np
+
         tf = import_tf()
         return kernel_params(
             self.workload,
@@ -140,6 +143,8 @@ def kernel_graph(
     ops_wrapper: OpsWrapper | None,
 ) -> KernelGraph:
     """Describe a kernel/workload for tracing: shapes from ``state0`` and ``default_inputs``."""
+    import numpy as np
+
     se = _loop.resolve_sample_every(kernel, sample_every)
     np_dtype = np.dtype(dtype)
     raw = TfOps(dtype)
@@ -185,6 +190,8 @@ def pack_state(kg: KernelGraph, parts: list[np.ndarray]) -> Any:
 
 def sum_blocks(kg: KernelGraph, per_block: list[np.ndarray]) -> np.ndarray:
     """Counter totals over the blocks of a call (int64: a long run overflows int32 counts)."""
+    import numpy as np
+
     width = len(kg.counter_names)
     totals: np.ndarray = np.asarray(per_block, dtype=np.int64).reshape(len(per_block), width).sum(axis=0)
     return totals
@@ -243,6 +250,8 @@ class TfExecutor(Executor):
         self.global_step = 0  # steps this executor has run (the stepped ops' global step index)
 
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
+        import numpy as np
+
         tf, kg = import_tf(), self.graph
         nsamples = _loop.check_nsamples(nsamples)
         se = kg.sample_every

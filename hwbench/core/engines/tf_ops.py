@@ -12,8 +12,6 @@ import importlib.util
 import os
 from typing import Any
 
-import numpy as np
-
 
 def tf_available() -> tuple[bool, str]:
     """Whether TensorFlow can be imported, without importing it (it takes seconds)."""
@@ -49,12 +47,16 @@ class TfOps:
     # conversion -------------------------------------------------------------------------------
     def _f(self, x: Any) -> Any:
         """A float operand in the working dtype (tensors pass through untouched)."""
+        import numpy as np
+
         tf = self._tf
         if isinstance(x, (tf.Tensor, tf.Variable)):
             return x
         return tf.constant(np.asarray(x, dtype=self.dtype.as_numpy_dtype))
 
     def asarray(self, x: Any) -> Any:
+        import numpy as np
+
         tf = self._tf
         if isinstance(x, (tf.Tensor, tf.Variable)):
             return x
@@ -131,6 +133,8 @@ class TfOps:
         return self._tf.zeros_like(x)
 
     def astype(self, x: Any, dtype: Any) -> Any:
+        import numpy as np
+
         tf = self._tf
         target = dtype if isinstance(dtype, tf.dtypes.DType) else tf.as_dtype(np.dtype(dtype))
         return tf.cast(x, target)

@@ -18,7 +18,8 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.accuracy.numerics.emulated_device import EmulatedDevice
 from hwbench.core.device import RunRequest
@@ -26,9 +27,6 @@ from hwbench.core.engine import Executor, RunOutput
 from hwbench.core.engines._loop import check_nsamples, merge_inputs, state_to_host
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Workload
-
-if TYPE_CHECKING:
-    pass
 
 _EXACT = 2.0**53
 
@@ -39,6 +37,8 @@ def int_sums(spikes: np.ndarray, weights: np.ndarray) -> np.ndarray:
     One spike vector (a step): the sum of the rows of the neurons that spiked, which touches
     only those rows (spikes are sparse); a raster of steps: one BLAS product.
     """
+    import numpy as np
+
     if spikes.ndim == 1:
         rows: np.ndarray = weights[np.flatnonzero(spikes)].sum(axis=0)
         return rows.astype(np.int64)
@@ -48,6 +48,8 @@ def int_sums(spikes: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def integer_weights(w: np.ndarray) -> np.ndarray:
     """Integer weights as float64 for :func:`int_sums`, after checking sums stay exact."""
+    import numpy as np
+
     w = np.asarray(w, dtype=np.int64)
     if w.size and np.abs(w).sum(axis=0).max() >= _EXACT:
         raise ValueError("integer weights too large for exact float64 sums")
@@ -56,6 +58,8 @@ def integer_weights(w: np.ndarray) -> np.ndarray:
 
 def saturate(x: np.ndarray, lo: int, hi: int, counts: Counter[str], name: str) -> np.ndarray:
     """Clamp to ``[lo, hi]``, counting the clamped elements under ``name``."""
+    import numpy as np
+
     n = int(np.count_nonzero((x < lo) | (x > hi)))
     if n:
         counts[name] += n
@@ -65,6 +69,8 @@ def saturate(x: np.ndarray, lo: int, hi: int, counts: Counter[str], name: str) -
 
 def wrap(x: np.ndarray, bits: int, counts: Counter[str], name: str) -> np.ndarray:
     """Two's-complement wrap to ``bits`` (signed), counting the elements that wrapped."""
+    import numpy as np
+
     half = 1 << (bits - 1)
     wrapped = ((x + half) & ((1 << bits) - 1)) - half
     n = int(np.count_nonzero(wrapped != x))
@@ -133,6 +139,8 @@ class FixedLifExecutor(Executor):
         self.detail = detail
 
     def run(self, state: Any, inputs: dict[str, Any] | None, nsamples: int) -> RunOutput:
+        import numpy as np
+
         nsamples = check_nsamples(nsamples)
         x = merge_inputs(self.kernel, self.workload, inputs, np.dtype(np.float64))["x"]
         if not np.isin(x, (0.0, 1.0)).all():

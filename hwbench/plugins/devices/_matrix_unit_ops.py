@@ -17,9 +17,10 @@ input channel) — cuDNN's implicit-GEMM order for NHWC; the order is an assumpt
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.accuracy.numerics.formats import RoundingMode
 from hwbench.accuracy.numerics.matrix_unit import MatrixUnit, matrix_unit
@@ -86,6 +87,8 @@ class MatrixUnitOps:
 
     def conv2d(self, x: Any, w: Any, padding: tuple[int, int], precision: str | None = None) -> Any:
         """NHWC x HWIO, stride 1, zero padding: patches (N*Ho*Wo, fh*fw*C) @ (fh*fw*C, O)."""
+        import numpy as np
+
         vx, vw = self._operand(x), self._operand(w)
         fh, fw, cin, cout = vw.shape
         ph, pw = padding
@@ -98,6 +101,8 @@ class MatrixUnitOps:
         return self._result(out.reshape(n, ho, wo, cout), x)
 
     def _operand(self, x: Any) -> np.ndarray:
+        import numpy as np
+
         from hwbench.accuracy.numerics.emulated_array import unwrap
         from hwbench.accuracy.numerics.rounding import round_float
 
@@ -105,6 +110,8 @@ class MatrixUnitOps:
         return np.asarray(round_float(v, self.unit.model.input_float, self.rounding), dtype=np.float64)
 
     def _result(self, out: np.ndarray, like: Any) -> Any:
+        import numpy as np
+
         from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
 
         dtype = getattr(unwrap(like), "dtype", np.float32)

@@ -14,8 +14,6 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from hwbench.core.device import Support
 from hwbench.core.engine import Executor, RunOutput
 from hwbench.core.errors import HwbenchError, UnavailableError, UsageError
@@ -78,10 +76,14 @@ class Footprint:
 
 def is_connected(workload: Workload) -> bool:
     """Whether the workload has connectivity (any non-empty integer index array)."""
+    import numpy as np
+
     return any(np.issubdtype(np.asarray(v).dtype, np.integer) and np.size(v) for v in workload.arrays.values())
 
 
 def _count(workload: Workload) -> Footprint:
+    import numpy as np
+
     states = workload.state0 if isinstance(workload.state0, (tuple, list)) else [workload.state0]
     state = int(sum(np.size(s) for s in states))
     params = int(sum(np.size(v) for v in workload.params.values() if np.ndim(v) > 0))

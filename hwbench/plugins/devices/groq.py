@@ -33,8 +33,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from hwbench.accuracy.numerics.emulated_device import EmulatedDevice, emulated_executor
 from hwbench.accuracy.numerics.presets import STUDY_TABLE, resolve_knobs
 from hwbench.accuracy.numerics.profile import NumericsProfile
@@ -68,6 +66,8 @@ class _OneHotCensus:
     """Counts what a kernel step gathers and scatters (numpy, one step): the one-hot products."""
 
     def __init__(self) -> None:
+        import numpy as np
+
         from hwbench.core.engines.numpy_engine import NumpyOps
 
         self.ops = NumpyOps(np.float32)
@@ -75,6 +75,8 @@ class _OneHotCensus:
         self._keys: dict[int, str] = {}
 
     def _key(self, kind: str, index: Any, shape: tuple[int, int]) -> str:
+        import numpy as np
+
         arr = np.asarray(index)
         digest = self._keys.setdefault(id(index), str(hash(arr.tobytes())))
         return f"{kind}:{shape}:{digest}"
@@ -83,11 +85,15 @@ class _OneHotCensus:
         return getattr(self.ops, name)
 
     def gather(self, x: Any, index: Any) -> Any:
+        import numpy as np
+
         rows, cols = int(np.shape(x)[-1]), int(np.size(index))
         self.uses.append(capacity.OneHotUse("gather", rows, cols, self._key("gather", index, (rows, cols))))
         return self.ops.gather(x, index)
 
     def scatter_add(self, values: Any, index: Any, size: int) -> Any:
+        import numpy as np
+
         rows, cols = int(np.size(index)), int(size)
         self.uses.append(capacity.OneHotUse("scatter", rows, cols, self._key("scatter", index, (rows, cols))))
         return self.ops.scatter_add(values, index, size)
@@ -95,6 +101,8 @@ class _OneHotCensus:
 
 def footprint(kernel: Kernel, workload: Workload, steps: int) -> capacity.Footprint:
     """The capacity model's view of ``workload`` compiled as a program of ``steps`` fused steps."""
+    import numpy as np
+
     states = workload.state0 if isinstance(workload.state0, (tuple, list)) else [workload.state0]
     inputs = kernel.default_inputs(workload)
     streamed = sum(int(np.size(s)) for s in states)
@@ -282,6 +290,8 @@ class GroqProgramExecutor(Executor):
         return json.loads(path.read_text()) if path.is_file() else {}
 
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
+        import numpy as np
+
         from hwbench.core.engines import _loop
         from hwbench.core.engines.tf_engine import global_step, host_inputs, host_parts, pack_state
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.accuracy.numerics.emulated_device import KnobbedDevice, emulated_executor
 from hwbench.accuracy.numerics.presets import XLA_CPU_NOTE, knob_notes
@@ -210,6 +211,7 @@ def gemm_diagonal(a: np.ndarray, b: np.ndarray, c: np.ndarray, input_format: str
     (operands in ``input_format``'s dtype, fp32 accumulation). The tests run it on the CPU."""
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
     device = jax.devices(platform)[0]
     tf32 = input_format == "tf32"

@@ -27,7 +27,8 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.device import Device, DeviceSpec, ProbeResult, Support
 from hwbench.core.errors import UnavailableError, UsageError
@@ -78,6 +79,8 @@ DEFAULT_PARAMETERS: dict[str, Any] = {"vth_max": 2048, "a_in_overflow": "saturat
 # ------------------------------------------------------------------------------------------
 def decay(x: np.ndarray, decay_const: int | np.ndarray) -> np.ndarray:
     """``sign(y) * (|y| >> 12)`` with ``y = x * (4096 - decay_const)``: truncation toward zero."""
+    import numpy as np
+
     y = np.asarray(x, np.int64) * (DECAY_UNITY - np.asarray(decay_const, np.int64))
     decayed: np.ndarray = np.sign(y) * (np.abs(y) >> DECAY_SHIFT)
     return decayed
@@ -89,6 +92,8 @@ def wrap_current(u: np.ndarray, counts: Counter[str]) -> np.ndarray:
     This keeps ``+2^23`` itself (one value outside two's complement) and maps ``-2^23`` to
     ``+2^23``: a corner of Lava's model we reproduce as written rather than guess the silicon's.
     """
+    import numpy as np
+
     half = 1 << (UV_BITS - 1)
     wrapped = np.where(u > half, u - 2 * half, u)
     wrapped = np.where(wrapped <= -half, u + 2 * half, wrapped)
@@ -105,6 +110,8 @@ def effective_bias(mant: int | np.ndarray, exp: int | np.ndarray) -> np.ndarray:
     (Lava PR #330), so even the largest bias, 4095 << 7, does not overflow; the int16 overflow of
     Lava issue #329 was in earlier versions.
     """
+    import numpy as np
+
     m, e = np.asarray(mant, np.int64), np.asarray(exp, np.int64)
     return np.where(e >= 0, m << np.maximum(e, 0), m >> np.maximum(-e, 0))
 
@@ -124,6 +131,8 @@ def lif_step(
 
     ``v`` is the voltage after the previous step's reset; ``a_in`` the 16-bit dendritic input.
     """
+    import numpy as np
+
     u = decay(u, du + 1) + (np.asarray(a_in, np.int64) << ACT_SHIFT)
     u = wrap_current(u, counts)
     v = decay(v, dv) + u + bias
@@ -141,6 +150,8 @@ def shift_sums(sums: np.ndarray, weight_exp: int) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 def _levels(w: np.ndarray) -> tuple[str, float, float]:
     """Lava's sign mode of a weight matrix and its mantissa limits (mixed mode: even values)."""
+    import numpy as np
+
     if w.size == 0 or np.min(w) >= 0:
         return "excitatory", 0.0, 255.0
     if np.max(w) <= 0:
@@ -150,6 +161,8 @@ def _levels(w: np.ndarray) -> tuple[str, float, float]:
 
 def _per_level(w: np.ndarray) -> float:
     """The largest ``|w|`` relative to its limit: weights per mantissa level at exponent 0."""
+    import numpy as np
+
     _, lo, hi = _levels(w)
     pos = float(np.max(w)) / hi if w.size and hi > 0 else 0.0
     neg = float(np.min(w)) / lo if w.size and lo < 0 else 0.0
@@ -171,6 +184,8 @@ def weight_exponent(w_scaled: np.ndarray) -> int:
 
 def quantise_weights(w_scaled: np.ndarray, weight_exp: int) -> np.ndarray:
     """8-bit Loihi weights (mixed sign mode: even values in [-256, 254]), rounded to nearest even."""
+    import numpy as np
+
     mode, lo, hi = _levels(w_scaled)
     step = 2.0 if mode == "mixed" else 1.0
     q = step * np.rint(w_scaled / (step * 2.0**weight_exp))
@@ -202,6 +217,8 @@ class LoihiLayer(FixedLayer):
     """A LIF population with Dense synapses in Lava's bit-accurate arithmetic."""
 
     def __init__(self, layer: LifLayer, *, vth_max: int, a_in_overflow: str) -> None:
+        import numpy as np
+
         if layer.reset != "zero":
             raise UnavailableError(_SUBTRACT_REASON)
         self.n = layer.n
@@ -224,15 +241,21 @@ class LoihiLayer(FixedLayer):
         self.a_in_overflow = a_in_overflow
 
     def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         z = state["z"].astype(np.int64)
         v = self._to_int(state["u"])
         u = self._to_int(state["i"]) if "i" in state else np.zeros_like(v)
         return {"u": u, "v": v, "z": z}
 
     def _to_int(self, x: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         return np.clip(np.rint(np.asarray(x, np.float64) * self.k), -UV_MAX, UV_MAX).astype(np.int64)
 
     def leave(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         out = {"u": state["v"] / self.k, "z": state["z"].astype(np.float64)}
         if self.has_current:
             out["i"] = state["u"] / self.k
@@ -245,6 +268,8 @@ class LoihiLayer(FixedLayer):
         return shift_sums(int_sums(spikes, self._rec), self.exp_rec)
 
     def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         a_in = ff if rec is None else ff + rec
         if self.a_in_overflow == "saturate":
             a_in = saturate(a_in, A_IN_MIN, A_IN_MAX, counts, "a_in_saturated")

@@ -38,7 +38,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.device import Device, DeviceSpec, ProbeResult, Support
 from hwbench.core.errors import UnavailableError, UsageError
@@ -105,6 +106,8 @@ def mul_round_nearest(x: np.ndarray, y: np.ndarray | int, counts: Counter[str]) 
 
     Ties round up (toward +inf); -1.0 * -1.0 in s0.31 terms (both INT32_MIN) gives INT32_MAX.
     """
+    import numpy as np
+
     x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
     p = x * y
     r = (p >> 15) + ((p >> 14) & 1)
@@ -114,12 +117,16 @@ def mul_round_nearest(x: np.ndarray, y: np.ndarray | int, counts: Counter[str]) 
 
 def mul_truncate(x: np.ndarray, y: np.ndarray | int, counts: Counter[str]) -> np.ndarray:
     """A stdfix accum multiply that drops the low 15 bits (arithmetic shift: toward -inf), wrapping."""
+    import numpy as np
+
     p = np.asarray(x, np.int64) * np.asarray(y, np.int64)
     return wrap(p >> 15, 32, counts, "mul_wrapped")
 
 
 def decay_s1615(x: np.ndarray, d: int) -> np.ndarray:
     """``(int64(x) * d) >> 32`` for a u0.32 fraction ``d``: floor, never overflows."""
+    import numpy as np
+
     return (np.asarray(x, np.int64) * np.int64(d)) >> 32
 
 
@@ -150,6 +157,8 @@ def expected_bound(w_raw: np.ndarray, rates: np.ndarray, sigma: float) -> float:
 
     A simplification of sPyNNaker's statistical ring-buffer scaling (``ring_buffer_sigma``).
     """
+    import numpy as np
+
     if w_raw.size == 0:
         return 0.0
     mean = rates @ w_raw
@@ -164,6 +173,8 @@ class SpinnakerLayer(FixedLayer):
     """A LIF population (one core's worth of state per neuron, as accums) with its synapses."""
 
     def __init__(self, layer: LifLayer, pre_rates: np.ndarray, *, mode: str, params: dict[str, Any]) -> None:
+        import numpy as np
+
         if not layer.beta < 1.0 - 1.0 / 65535:
             raise UnavailableError(
                 f"beta = {layer.beta} needs R = 1/(1 - beta) >= 2^16, beyond an accum (|x| < 2^16): "
@@ -208,11 +219,15 @@ class SpinnakerLayer(FixedLayer):
         self._rec = integer_weights(both[n_ff:]) if self.has_rec else None
 
     def enter(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         out = {"v": _to_raw(state["u"], self.scale), "z": state["z"].astype(np.int64)}
         out["i"] = _to_raw(state["i"], self.scale) if "i" in state else np.zeros_like(out["v"])
         return out
 
     def leave(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         out = {"u": state["v"] / self.scale, "z": state["z"].astype(np.float64)}
         if self.has_current:
             out["i"] = state["i"] / self.scale
@@ -228,6 +243,8 @@ class SpinnakerLayer(FixedLayer):
         return sums[..., : self.n], sums[..., self.n :]
 
     def step(self, state: dict[str, np.ndarray], ff: Any, rec: Any, counts: Counter[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         exc, inh = ff if rec is None else (ff[0] + rec[0], ff[1] + rec[1])
         exc = saturate(exc, 0, RING_MAX, counts, "ring_buffer_saturated") << self.shift_exc
         inh = saturate(inh, 0, RING_MAX, counts, "ring_buffer_saturated") << self.shift_inh
@@ -246,6 +263,8 @@ class SpinnakerLayer(FixedLayer):
 
 
 def _to_raw(x: np.ndarray, scale: float) -> np.ndarray:
+    import numpy as np
+
     return np.clip(np.rint(np.asarray(x, np.float64) * scale), INT32_MIN, INT32_MAX).astype(np.int64)
 
 
@@ -334,6 +353,8 @@ class SpinnakerDevice(FixedLifDevice):
     def build_layers(self, kernel: Any, workload: Workload, mode: str, params: dict[str, Any]) -> list[FixedLayer]:
         """``mode`` picks the multiply's rounding; each layer's ring-buffer shifts need the spike
         probability of its sources: the measured input rates, then the assumed LIF rate."""
+        import numpy as np
+
         spec = kernel.layers(workload)
         rates = [workload.arrays["x"].mean(axis=0)]
         rates += [np.full(layer.n, float(params["lif_source_rate"])) for layer in spec[:-1]]

@@ -32,8 +32,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from hwbench.accuracy.numerics.emulated_device import EmulatedDevice, emulated_executor
 from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode
 from hwbench.accuracy.numerics.presets import (
@@ -146,6 +144,8 @@ def bf16_split(x: Any, parts: int, split: str = "truncate") -> list[Any]:
     remainder ``x - hi`` is exact in fp32): with ``split='truncate'`` the leading parts are cut
     toward zero and the 2-part ``lo`` rounded to nearest — XLA's bf16x3 / bf16x6 split.
     """
+    import numpy as np
+
     if parts == 1:
         return [_round_bf16(x, RoundingMode.NEAREST_EVEN)]
     if parts not in (2, 3):
@@ -167,6 +167,8 @@ def bf16_split(x: Any, parts: int, split: str = "truncate") -> list[Any]:
 def _round_bf16(x: Any, mode: RoundingMode) -> Any:
     """``x`` rounded onto the TPU's bf16: the short bit sequence on an fp32 carrier (a handful of
     integer operations; bit-identical to ``round_float``, tested), the general algorithm otherwise."""
+    import numpy as np
+
     from hwbench.accuracy.numerics.fast_rounding import fast_rounder
     from hwbench.accuracy.numerics.rounding import round_float
 

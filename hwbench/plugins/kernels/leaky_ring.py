@@ -7,9 +7,10 @@ models nothing.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, ParamRange, SpikeRule, Workload
@@ -60,6 +61,8 @@ class LeakyRingKernel(Kernel):
     }
 
     def make_workload(self, size: int, *, connected: bool = True, seed: int = 0, **overrides: Any) -> Workload:
+        import numpy as np
+
         rng = np.random.default_rng(seed)
         idx = np.arange(size)
         src = np.concatenate([idx, idx]) if connected else np.zeros(0, np.int64)
@@ -82,6 +85,8 @@ class LeakyRingKernel(Kernel):
         )
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
+        import numpy as np
+
         return {"I_app": np.zeros(workload.size)}
 
     def step(self, ops: Ops, state: Any, params: dict[str, Any], inputs: dict[str, Any], t: Any) -> Any:

@@ -43,9 +43,10 @@ output layer's spikes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.activity import (
     Activity,
@@ -148,6 +149,8 @@ class _LifBase(Kernel):
         variants are always dense). Overrides: see ``_defaults`` (``reset`` is ``"subtract"`` or
         ``"zero"``).
         """
+        import numpy as np
+
         cfg = self._checked_config(overrides)
         n = _positive_int("size", size)
         n_in, n_out, n_steps = (_positive_int(k, cfg[k]) for k in ("n_in", "n_out", "n_steps"))
@@ -212,6 +215,8 @@ class _LifBase(Kernel):
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
         """The Poisson spike raster ``x`` (``n_steps x n_in``, 0.0 / 1.0)."""
+        import numpy as np
+
         return {"x": workload.arrays["x"].astype(np.float64)}
 
     # ---------------------------------------------------------------------------------- step
@@ -237,6 +242,8 @@ class _LifBase(Kernel):
     # ---------------------------------------------------------------- for fixed-point devices
     def layers(self, workload: Workload) -> list[LifLayer]:
         """The network as populations with float parameters (what a device quantises)."""
+        import numpy as np
+
         p, a = workload.params, workload.arrays
         beta, thr = float(p["beta"]), float(p["thr"])
         alpha = float(p["alpha"]) if self.has_current else None
@@ -249,6 +256,8 @@ class _LifBase(Kernel):
 
     def split_state(self, state: Any) -> list[dict[str, np.ndarray]]:
         """Per layer ``{"i"?, "u", "z"}`` as float64 host arrays (the inverse of :meth:`join_state`)."""
+        import numpy as np
+
         names = ("i", "u", "z") if self.has_current else ("u", "z")
         arrs = [np.asarray(s, np.float64) for s in state]
         k = len(names)
@@ -292,6 +301,8 @@ class _LifBase(Kernel):
         layer is an ``nn.Linear`` with a bias: hwbench's recurrence has none (a zero bias), but its
         ``n`` parameters count, as NeuroBench counts them. Connection sparsity counts weights only.
         """
+        import numpy as np
+
         found = [layer.w_ff for layer in self.layers(workload)] + [workload.arrays.get("w_rec")]
         mats = [np.asarray(m) for m in found if m is not None]
         weights = int(sum(m.size for m in mats))
@@ -318,6 +329,8 @@ class _LifBase(Kernel):
         one presentation of the ``n_steps``-step input. A synaptic event is one spike (of the input
         or of a layer) reaching one target through one nonzero weight.
         """
+        import numpy as np
+
         states = [self.split_state(s) for s in replay(self, workload, steps)]
         f32 = {k: np.asarray(v, np.float32) for k, v in workload.arrays.items()}
         n_steps = int(workload.params["n_steps"])
@@ -373,6 +386,8 @@ def _layer(ops: Ops, layer: Any, drive: Any, rec: Any, p: NeuronParams) -> tuple
 
 
 def _linear_init(rng: np.random.Generator, fan_in: int, fan_out: int) -> np.ndarray:
+    import numpy as np
+
     bound = 1.0 / np.sqrt(fan_in)
     return rng.uniform(-bound, bound, (fan_in, fan_out))
 

@@ -13,7 +13,10 @@ candidate's arithmetic, never a difference of inputs.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.errors import UsageError
 
@@ -29,6 +32,8 @@ def check_distribution(name: str) -> str:
 
 def draw(rng: np.random.Generator, shape: tuple[int, ...], dist: str) -> np.ndarray:
     """A float32 array of ``shape`` from distribution ``dist`` (float64 draws rounded once)."""
+    import numpy as np
+
     check_distribution(dist)
     if dist == "normal":
         x = rng.standard_normal(shape)

@@ -10,9 +10,10 @@ Conv2D and ReLU are one step whose state is the output; the LSTM steps through i
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.errors import UsageError, unknown_name
 from hwbench.core.kernel import Kernel, KernelInfo, Workload
@@ -95,6 +96,8 @@ class DLKernel(Kernel):
         return state.reshape(-1)
 
     def make_workload(self, size: int, *, connected: bool = True, seed: int = 0, **overrides: Any) -> Workload:
+        import numpy as np
+
         config = overrides.pop("config", None)
         dist = check_distribution(overrides.pop("dist", "normal"))
         scaled_from = overrides.pop("scaled_from", None)
@@ -149,6 +152,8 @@ class GemmKernel(DLKernel):
     shape_type = GemmShape
 
     def build_inputs(self, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
+        import numpy as np
+
         assert isinstance(shape, GemmShape)
         a = draw(rng, (shape.m, shape.k), dist)
         b = draw(rng, (shape.k, shape.n), dist)
@@ -181,6 +186,8 @@ class Conv2dKernel(DLKernel):
         return {"pad_h": float(shape.ph), "pad_w": float(shape.pw)}
 
     def build_inputs(self, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
+        import numpy as np
+
         assert isinstance(shape, ConvShape)
         x = draw(rng, (shape.b, shape.h, shape.w, shape.c), dist)
         w = draw(rng, (shape.fh, shape.fw, shape.c, shape.kf), dist)
@@ -218,6 +225,8 @@ class Conv2dBackwardKernel(Conv2dKernel):
         return {"pad_h": float(shape.fh - 1 - shape.ph), "pad_w": float(shape.fw - 1 - shape.pw)}
 
     def build_inputs(self, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
+        import numpy as np
+
         assert isinstance(shape, ConvShape)
         if shape.ph > shape.fh - 1 or shape.pw > shape.fw - 1:
             raise UsageError("conv2d-bw needs pad <= filter size - 1")
@@ -259,6 +268,8 @@ class ReluKernel(DLKernel):
     shape_type = ReluShape
 
     def build_inputs(self, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
+        import numpy as np
+
         assert isinstance(shape, ReluShape)
         x = draw(rng, (shape.b, shape.h, shape.w, shape.c), dist)
         return Inputs({"x": x}, np.zeros(x.shape))
@@ -292,6 +303,8 @@ class LstmKernel(DLKernel):
         return state[0].reshape(-1)
 
     def build_inputs(self, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
+        import numpy as np
+
         assert isinstance(shape, LstmShape)
         scale_w = np.float32(1.0 / np.sqrt(shape.i + shape.h))  # keeps gates out of saturation
         x = draw(rng, (shape.s, shape.n, shape.i), dist)

@@ -7,9 +7,10 @@ connectivity, initial state) that fixes a run so two machines can repeat it exac
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.activity import Activity
 from hwbench.core.errors import UsageError
@@ -163,6 +164,8 @@ class IoEhhKernel(Kernel):
         start N(-60, 3) mV per cell, from a stream of ``seed`` independent of the network's, so the
         same seed gives the same cells with or without connectivity.
         """
+        import numpy as np
+
         self.check_size(size, connected=connected)
         self.check_parameters(overrides)
         size = int(size)
@@ -202,6 +205,8 @@ class IoEhhKernel(Kernel):
 
     def check_size(self, size: int, *, connected: bool = True) -> None:
         """A positive integer; connected networks need a cube n^3 with n >= 4 (see :mod:`.network`)."""
+        import numpy as np
+
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise UsageError(f"io-ehh size must be a positive integer number of cells, got {size!r}")
         if connected:
@@ -209,6 +214,8 @@ class IoEhhKernel(Kernel):
 
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
         """``I_app`` (uA/cm^2, into the dendrite): zero unless a protocol applies a current."""
+        import numpy as np
+
         return {"I_app": np.zeros(workload.size)}
 
     # ---------------------------------------------------------------------------- step
@@ -241,6 +248,8 @@ class IoEhhKernel(Kernel):
         State read and written (14 rows), per-cell parameter arrays and the input read once;
         per directed junction two int32 indices and two gathered voltages.
         """
+        import numpy as np
+
         per_cell_arrays = sum(1 for v in workload.params.values() if np.ndim(v) > 0)
         ngj = len(workload.arrays.get("src", ()))
         return float(4 * workload.size * (2 * len(model.STATE_NAMES) + per_cell_arrays + 1) + ngj * (2 * 4 + 2 * 4))
@@ -261,6 +270,8 @@ class IoEhhKernel(Kernel):
 
 def initial_state(size: int, rng: np.random.Generator) -> np.ndarray:
     """The spec's initial state (14, size), voltages drawn N(-60, 3) mV per cell."""
+    import numpy as np
+
     state = np.empty((len(model.STATE_NAMES), size))
     for i, name in enumerate(model.STATE_NAMES):
         if name.startswith("V_"):
@@ -272,6 +283,8 @@ def initial_state(size: int, rng: np.random.Generator) -> np.ndarray:
 
 def _parameter_value(key: str, value: Any, size: int) -> Any:
     """A scalar float or a float64 array of shape (size,); anything else is a UsageError."""
+    import numpy as np
+
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):

@@ -35,8 +35,10 @@ user sees (run.json's probe cells, audit forensics) carries the grid index next 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from hwbench.core.errors import UsageError
 from hwbench.core.layout import pass_major_order
@@ -82,6 +84,8 @@ def side_for_connected(ncells: int) -> int:
 
 def backward_offsets(rmax: float) -> tuple[np.ndarray, np.ndarray]:
     """Grid offsets (m, 3) with 0 < r < rmax that point "backward", and their distances r (m,)."""
+    import numpy as np
+
     k = int(np.ceil(rmax))
     d = np.stack(np.meshgrid(*[np.arange(-k, k + 1)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
     dx, dy, dz = d[:, 0], d[:, 1], d[:, 2]
@@ -102,6 +106,8 @@ def radial_spacing(radii: np.ndarray, rmax: float) -> np.ndarray:
     The first distance reaches down half-way to 0, the last up half-way to ``rmax`` (as in the
     study's generator), so the weights of all shells together cover 0 < r < rmax.
     """
+    import numpy as np
+
     below = np.diff(radii, prepend=0.0)
     above = np.diff(radii, append=rmax)
     return 0.5 * above + 0.5 * below
@@ -113,6 +119,8 @@ def offset_probabilities(r: np.ndarray, rmax: float) -> np.ndarray:
     Computed in the study's order of operations (profile, then / count, then x spacing, then
     normalised), so the rounded pair counts below agree with it to the last pair.
     """
+    import numpy as np
+
     radii, inverse, counts = np.unique(r, return_inverse=True, return_counts=True)
     p = np.exp(-((r / LENGTH_SCALE) ** 2))
     p = p / counts[inverse]
@@ -124,6 +132,8 @@ def offset_probabilities(r: np.ndarray, rmax: float) -> np.ndarray:
 def pair_counts(p: np.ndarray, total: int) -> np.ndarray:
     """The study's split of ``total`` pairs: each offset round(p * total) (halves up), the last
     offset the remainder (at least 0), so the sum may differ from ``total`` by a few pairs."""
+    import numpy as np
+
     counts = (p * total + 0.5).astype(np.int64)
     counts[-1] = max(0, total - int(counts[:-1].sum()))
     return counts
@@ -133,6 +143,8 @@ def draw_cells(rs: np.random.RandomState, ncells: int, count: int) -> np.ndarray
     """``count`` distinct source cells, drawn as the study draws them from numpy's legacy generator:
     one ``randint`` for a single cell, else ``choice(replace=False)`` (a permutation of all cells:
     O(ncells) per offset, about 2.5 s for the ~120 offsets of a million-cell network)."""
+    import numpy as np
+
     if count == 1:
         return np.array([rs.randint(ncells)], dtype=np.int64)
     return rs.choice(ncells, count, replace=False).astype(np.int64)
@@ -155,6 +167,8 @@ def study_pairs(
     ``RandomState(seed)`` gives the same stream as the study's seeded global generator without
     touching numpy's global state.
     """
+    import numpy as np
+
     ncells = n**3
     rmax_eff = radius_cap(rmax, n)
     offsets, r = backward_offsets(rmax_eff)
@@ -189,6 +203,8 @@ def sample_gap_junctions(
     pass-major by target (:func:`hwbench.core.layout.pass_major_order`), each target's
     connections in ascending ``src`` order.
     """
+    import numpy as np
+
     ncells = n**3
     pairs = study_pairs(n, seed, mean_degree=mean_degree, rmax=rmax)
     ends = np.concatenate([pairs.first, pairs.second])
@@ -210,6 +226,8 @@ def torus_distance(src: np.ndarray, tgt: np.ndarray, n: int) -> np.ndarray:
 
     Takes grid indices, not cell numbers: pass ``position[src]``, ``position[tgt]``.
     """
+
+    import numpy as np
 
     def coords(c: np.ndarray) -> np.ndarray:
         c = np.asarray(c, dtype=np.int64)

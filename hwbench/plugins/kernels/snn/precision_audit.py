@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 from pydantic import BaseModel, Field
 
 from hwbench.accuracy.report import CandidateVerdict
@@ -60,6 +61,8 @@ class PrecisionAudit(BaseModel):
 
 
 def _divergence(snaps: list[dict[str, np.ndarray]], ref: list[dict[str, np.ndarray]]) -> list[float]:
+    import numpy as np
+
     return [
         max(float(np.linalg.norm(s[k] - r[k])) / max(float(np.linalg.norm(r[k])), 1e-300) for k in r)
         for s, r in zip(snaps, ref)
