@@ -140,10 +140,10 @@ def rounding_floor(config: Config, kernel: Any, workload: Any, native_us: float)
     class Counting(EmulatingOps):
         inside = False
 
-        def _round_to(self, x: Any, fmt: Any, mode: Any, random_bits: int) -> Any:
+        def _round_to(self, x: Any, fmt: Any, mode: Any, random_bits: int, **kw: Any) -> Any:
             if not Counting.inside:
                 counted["round", fmt, mode, random_bits] = counted.get(("round", fmt, mode, random_bits), 0) + x.size
-            return super()._round_to(x, fmt, mode, random_bits)
+            return super()._round_to(x, fmt, mode, random_bits, **kw)
 
         def _perturb(self, y: Any, error: Any, fmt: Any, function: str) -> Any:
             key = ("perturb", error.model_dump_json(), fmt, function)

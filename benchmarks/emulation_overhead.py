@@ -72,9 +72,9 @@ def roundings_per_step(kernel: Any, workload: Any, profile: NumericsProfile) -> 
     class Counting(EmulatingOps):
         rounded = 0
 
-        def _round_to(self, x: Any, fmt: Any, mode: Any, random_bits: int) -> Any:
+        def _round_to(self, x: Any, fmt: Any, mode: Any, random_bits: int, **kw: Any) -> Any:
             Counting.rounded += int(np.size(x))
-            return super()._round_to(x, fmt, mode, random_bits)
+            return super()._round_to(x, fmt, mode, random_bits, **kw)
 
     ops = emulating_ops(profile, counters=False)(NumpyOps(np.float32))
     ops.__class__ = Counting  # same object, its roundings counted

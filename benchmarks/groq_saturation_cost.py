@@ -1,7 +1,7 @@
 """What the GroqChip's saturating special values cost, and what the trace-time bounds save.
 
 Both groq modes saturate every op's result (``special_values = "saturate"``, issue 30). Since
-issue 31 :meth:`EmulatingOps._saturate` shortens the saturation where the values' bounds, known
+issue 31 :meth:`EmulatingOps._round_and_saturate` shortens the saturation where the values' bounds, known
 while the kernel is traced, allow (:mod:`hwbench.accuracy.numerics.value_bounds`): a clamp without
 the NaN select, or one select where the result is in range. This benchmark builds io-ehh natively
 and, per groq mode, three times, and times them side by side (round-robin, one process, as
@@ -36,7 +36,7 @@ def variant(name: str) -> Iterator[None]:
     if name == "full saturation":
         emulate.EmulatingOps._bounds = lambda self, rule, x: None  # type: ignore[method-assign]
     elif name == "no saturation":
-        emulate.saturate = lambda xp, x, max_value: x
+        emulate.saturate = lambda xp, x, max_value, **kw: x
         emulate.clamp = lambda xp, x, max_value, **kw: x
     try:
         yield

@@ -47,6 +47,25 @@ class SteppedOps(Protocol):
     def store(self, state: Any) -> Any: ...
 
 
+@runtime_checkable
+class FiniteStateOps(Protocol):
+    """Optional protocol of stepped ops whose step compiles to less when the state entering it is finite.
+
+    A saturating profile (the GroqChip's) must turn a NaN or an infinity in the loaded state into
+    0 or the largest value at the first operation on it; a finite state needs none of that. An
+    engine that compiles its step loop may set ``assume_finite_state`` while it traces: ``load``
+    then treats every state element as a finite number. ``finite_state_kept``, read after
+    tracing, says whether that step stores a finite state whenever it loaded one; only then does
+    the program hold for a whole call, and only for a call whose initial state is finite (the
+    engine checks it on the host, and keeps a program traced without the assumption for other
+    states). ``finite_state_helps``: whether the assumption can change the program at all.
+    """
+
+    assume_finite_state: bool
+    finite_state_kept: bool
+    finite_state_helps: bool
+
+
 @dataclass
 class RunOutput:
     """What one executor call returns, as host numpy arrays.

@@ -388,9 +388,9 @@ def test_store_after_same_format_arithmetic_skips_the_rounding() -> None:
     ops = emulated(profile(add=M3, mul=M3, store=M3))
     original = ops._round_to
 
-    def spy(x, fmt, mode, rb):  # type: ignore[no-untyped-def]
+    def spy(x, fmt, mode, rb, **kw):  # type: ignore[no-untyped-def]
         calls.append(fmt)
-        return original(x, fmt, mode, rb)
+        return original(x, fmt, mode, rb, **kw)
 
     ops._round_to = spy  # type: ignore[method-assign]
     state = ops.load(np.stack([values(15), values(16)]))

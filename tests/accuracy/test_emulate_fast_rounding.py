@@ -348,3 +348,30 @@ def test_narrow_range_stochastic_keeps_every_nan_bit_for_bit(engine: str) -> Non
             got = np.asarray(jax.jit(lambda v, r: rounder(jnp, v, rand=r))(jnp.asarray(x), jnp.asarray(rand)))
         assert same_bits(got[:10], x[:10])
         assert_matches_reference(got, x, fmt, rand)
+
+
+@pytest.mark.parametrize(
+    "fmt", [custom_float(10, -126, 127, name="reduced-m10"), FORMATS["bf16"], FORMATS["fp16"]], ids=lambda f: f.name
+)
+@pytest.mark.parametrize("mode", [RoundingMode.NEAREST_EVEN, RoundingMode.TOWARD_ZERO, RoundingMode.STOCHASTIC])
+@pytest.mark.parametrize("engine", ["numpy", "jax"])
+def test_rounding_without_nan_guard_changes_only_nan_lanes(fmt: Any, mode: RoundingMode, engine: str) -> None:
+    """``nan_guard=False`` (callers that hold no NaN, or replace NaN themselves) rounds every other
+    input exactly as the guarded rounder, and never turns a number into NaN."""
+    fast = fast_rounder(fmt, mode, "float32")
+    if fast is None:
+        pytest.skip(f"{fmt.name} {mode.value}: no short sequence")
+    x = bit_patterns(np.float32, 11)
+    kwargs = {"seed": 5, "counter": 2, "random_bits": 32, "index": np.arange(x.size, dtype=np.uint32)}
+    if engine == "numpy":
+        xp, arg = np, x
+    else:
+        import jax.numpy as jnp
+
+        xp, arg = jnp, jnp.asarray(x)
+    guarded = np.asarray(fast(xp, arg, **kwargs))
+    bare = np.asarray(fast(xp, arg, nan_guard=False, **kwargs))
+    numbers = ~np.isnan(x)
+    assert same_bits(guarded[numbers], bare[numbers])
+    assert not np.isnan(bare[numbers]).any()
+    assert same_bits(guarded[~numbers], x[~numbers])  # the guard keeps a NaN's bits

@@ -7,7 +7,9 @@
   value, exp's overflow);
 * the GroqChip's emulating ops give the same bits with the bounds as with the full saturation
   everywhere (io-ehh's expressions on NaN, infinities, the largest values, the 0/0 points),
-  on numpy and under ``jax.jit``, and they do take the shorter path.
+  on numpy and under ``jax.jit``, and they do take the shorter path; both equal the policy as
+  defined (each result rounded with its NaN guard, then saturated), so leaving out the guard
+  and an in-range result's select after a rounding changes no bit either.
 """
 
 from __future__ import annotations
@@ -123,22 +125,39 @@ def _io_ehh_pieces(ops: Any, v: Any) -> list[Any]:
     dv = v - 3 * v
     junction = dv * (0.2 + 0.8 * ops.exp(-(dv**2) / 100))
     current = 1.2 * sig**3 * v * (v - 55)
-    return [sig, alpha_x, beta_r, tau_l, alpha_s / (alpha_s + 0.015), junction, current, alpha_x / (alpha_x + beta_r)]
+    pieces = [sig, alpha_x, beta_r, tau_l, alpha_s / (alpha_s + 0.015), junction, current, alpha_x / (alpha_x + beta_r)]
+    return [*pieces, ops.exp(v), v / 7, 1 / v]  # reduced roundings of the input itself (its NaN payloads)
 
 
-def _run(engine: str, shortened: bool, x: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> tuple[list[np.ndarray], int]:
-    """The pieces' values under groq [default], and how many full saturations were traced."""
+def _reference(
+    self: EmulatingOps, rule: Any, before: Any, tag: Any, function: str, exact: Any, slack: float
+) -> tuple[Any, Any, Any]:
+    """The saturating policy as defined: the result rounded (its NaN guard kept), then the full
+    saturation — what every op computed before the bounds and the shortcuts existed."""
+    after, tag = self._round_result(rule, before, tag, function=function)
+    limit = min(rule.max_value, MAX32)
+    return saturate(self._be.xp, after, rule.max_value), tag, (-limit, limit)
+
+
+def _run(engine: str, path: str, x: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> tuple[list[np.ndarray], int]:
+    """The pieces' values under groq [default], and how many full saturations were traced.
+
+    ``path``: ``short`` (as the emulation runs), ``unbounded`` (no bounds: every op takes the
+    full saturation, with the rounding's NaN guard merged into it) or ``reference``.
+    """
     full = 0
     real = emulate.saturate
 
-    def counted(xp: Any, v: Any, m: float) -> Any:
+    def counted(xp: Any, v: Any, m: float, **kw: Any) -> Any:
         nonlocal full
         full += 1
-        return real(xp, v, m)
+        return real(xp, v, m, **kw)
 
     monkeypatch.setattr(emulate, "saturate", counted)
-    if not shortened:
+    if path != "short":
         monkeypatch.setattr(EmulatingOps, "_bounds", lambda self, rule, v: None)
+    if path == "reference":
+        monkeypatch.setattr(EmulatingOps, "_round_and_saturate", _reference)
     raw = NumpyOps(np.float32) if engine == "numpy" else JaxOps(np.float32)
     ops = emulating_ops(default_profile(), counters=False)(raw)
     assert isinstance(ops, EmulatingOps)
@@ -157,10 +176,70 @@ def _run(engine: str, shortened: bool, x: np.ndarray, monkeypatch: pytest.Monkey
 def test_groq_gives_the_full_saturations_bits(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(1)
     special = [np.nan, -25.0, -8.5, 61.0, 500.0, -500.0, 1e30, -1e30, 3e38, -3e38]
-    x = np.concatenate([EDGES, np.array(special, np.float32), rng.normal(-60, 40, 300).astype(np.float32)])
-    short, n_short = _run(engine, True, x, monkeypatch)
-    full, n_full = _run(engine, False, x, monkeypatch)
+    # NaNs whose payload a rounding without its guard turns into inf, -0 or another NaN
+    payloads = np.array([0x7FFFFFFF, 0xFFFFFFFF, 0x7FC00001, 0x7F800001, 0xFF801000], np.uint32).view(np.float32)
+    normal = rng.normal(-60, 40, 300).astype(np.float32)
+    x = np.concatenate([EDGES, np.array(special, np.float32), payloads, normal])
+    short, n_short = _run(engine, "short", x, monkeypatch)
+    unbounded, n_full = _run(engine, "unbounded", x, monkeypatch)
+    reference, _ = _run(engine, "reference", x, monkeypatch)
     assert n_short < n_full / 2  # the shorter path is taken ...
-    for got, want in zip(short, full, strict=True):  # ... and changes no bit (NaN never survives saturation)
+    for got, other, want in zip(short, unbounded, reference, strict=True):  # ... and changes no bit
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
-    assert not any(np.isnan(p).any() for p in short)
+        assert np.array_equal(other.view(np.uint32), want.view(np.uint32))
+    assert not any(np.isnan(p).any() for p in short)  # NaN never survives saturation
+
+
+def _groq_executor(workload: Any, kernel: Any) -> Any:
+    from hwbench.core.plugins import get_registry
+
+    groq = get_registry().devices["groq"]
+    return groq.executor_for(
+        kernel, workload, mode="default", engine="jax", dtype="float32", sample_every=kernel.info.sample_every
+    )
+
+
+def test_finite_state_program_gives_the_general_programs_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JAX executor traces groq's step for a finite loaded state (no full saturation of the ops
+    that read it) and runs it for calls that start finite; a call starting with NaN or infinity
+    runs the general program. Both give exactly what the general program alone gives."""
+    from hwbench.plugins.kernels.io_ehh import IoEhhKernel
+
+    kernel = IoEhhKernel()
+    workload = kernel.make_workload(64, connected=True, seed=3)
+    fast = _groq_executor(workload, kernel)
+    assert fast._finite is not None and fast._general is None  # the finite program, only
+    with monkeypatch.context() as m:
+        m.setattr(EmulatingOps, "finite_state_helps", property(lambda self: False))
+        general = _groq_executor(workload, kernel)
+    assert general._finite is None
+    nan_tests = [e._compiled.as_text().count("direction=NE") for e in (fast, general)]  # x != x
+    assert nan_tests[0] < nan_tests[1] / 2, nan_tests
+    inputs = kernel.default_inputs(workload)
+    broken = np.array(workload.state0, dtype=np.float32)
+    broken[0, :3] = [np.nan, np.inf, -np.inf]
+    broken[9, 5] = np.nan
+    for state in (workload.state0, broken):
+        got, want = fast.run(state, inputs, 3), general.run(state, inputs, 3)
+        for a, b in ((got.state, want.state), (got.probes, want.probes)):
+            a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32)) or np.array_equal(a, b, equal_nan=True)
+        assert np.array_equal(got.spikes, want.spikes)
+    assert fast._general is not None  # compiled for the call that started with NaN
+
+
+def test_finite_state_is_kept_only_by_bounded_stores() -> None:
+    """A step that stores anything but saturated results (here: the loaded state's raw values
+    through an unemulated op) does not keep the state finite: the engine then uses the general
+    program."""
+    import jax.numpy as jnp
+
+    ops = emulating_ops(default_profile(), counters=False)(JaxOps(np.float32))
+    assert isinstance(ops, EmulatingOps) and ops.finite_state_helps
+    ops.assume_finite_state = True
+    ops.begin_step(0)
+    state = ops.load(jnp.ones((2, 4), jnp.float32))
+    ops.store(ops.stack([state[0] + 1.0, state[1] * 2.0]))
+    assert ops.finite_state_kept
+    ops.store(jnp.exp(unwrap(state)) * 1e38)  # may be inf: not an emulated, saturated result
+    assert not ops.finite_state_kept

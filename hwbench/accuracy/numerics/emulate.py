@@ -30,7 +30,8 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   value of its op's format -> that value, NaN -> 0), and counted as an overflow / non-finite
   event of its op class. Where trace-time bounds prove a result in range, or never NaN, the
   saturation is left out or reduced to a clamp (:mod:`hwbench.accuracy.numerics.value_bounds`):
-  the same values, fewer operations.
+  the same values, fewer operations. The JAX engine traces such a step for a finite loaded state
+  too (``FiniteStateOps`` in :mod:`hwbench.core.engine`) and runs it for calls that start finite.
 * ``lowering="one-hot-matmul"`` (gather class): gather rounds its source to the
   ``matmul_input`` format and gathers exactly (one 1.0 per one-hot row, so the product is
   exact); scatter-add rounds values to ``matmul_input`` and sums each target's terms in
@@ -277,6 +278,16 @@ class EmulatingOps:
         self._index_offset = 0
         self._contracts = contracts(profile, rules, carrier)
         self._saturating = profile.special_values == "saturate"
+        # FiniteStateOps (hwbench.core.engine): set by a compiling engine while it traces the step
+        # for calls whose initial state is finite; read back after tracing.
+        self.assume_finite_state = False
+        self.finite_state_kept = False
+
+    @property
+    def finite_state_helps(self) -> bool:
+        """Whether a finite loaded state shortens the step: under a saturating profile every op
+        reading the state would otherwise need the full saturation (the state could hold NaN)."""
+        return self._saturating
 
     def __getattr__(self, name: str) -> Any:
         # Engine-specific extras of the raw namespace (outside the Ops interface) stay reachable;
@@ -302,17 +313,36 @@ class EmulatingOps:
     def load(self, state: Any) -> Any:
         raw = unwrap(state)
         self._prev = raw if self._tally is not None and self.rules[OpClass.STORE].rounds else None
+        if self.assume_finite_state:  # every element a finite number of the carrier: bounds
+            limit = float(np.finfo(self._np_dtype).max)
+            return _map_tree(lambda x: EmuArray(x, self, None, (-limit, limit) if self._be.is_float(x) else None), raw)
         return _map_tree(lambda x: EmuArray(x, self), raw)
 
     def store(self, state: Any) -> Any:
         rule = self.rules[OpClass.STORE]
         prev, self._prev = self._prev, None
+        if self.assume_finite_state:
+            self.finite_state_kept = self._stores_finite(rule, state)
         if not rule.rounds:
             return unwrap(state)
         if isinstance(state, (tuple, list)):
             olds = list(prev) if isinstance(prev, (tuple, list)) and len(prev) == len(state) else [None] * len(state)
             return type(state)(self._store_one(rule, x, p) for x, p in zip(state, olds, strict=True))
         return self._store_one(rule, state, prev)
+
+    def _stores_finite(self, rule: Rule, state: Any) -> bool:
+        """Whether the stored state is finite whenever the loaded one was: every part a result of
+        this namespace with bounds (a saturated op's: never NaN, within the range), and a store
+        rounding that cannot leave the range (onto a float format whose largest value bounds them)."""
+        parts = list(state) if isinstance(state, (tuple, list)) else [state]
+        if not all(isinstance(p, EmuArray) and p.bounds is not None for p in parts):
+            return False
+        if not rule.rounds:
+            return True
+        fmt = rule.fmt
+        if rule.error is not None or not isinstance(fmt, FloatFormat):
+            return False
+        return all(max(-p.bounds[0], p.bounds[1]) <= fmt.max_value for p in parts if p.bounds is not None)
 
     def _store_one(self, rule: Rule, x: Any, prev: Any) -> Any:
         value, tag = _split(x)
@@ -426,7 +456,8 @@ class EmulatingOps:
     def stack(self, xs: list[Any]) -> EmuArray:
         parts = [self._operand(x) for x in xs]
         tags = {tag for _, tag in parts}
-        return EmuArray(self.raw.stack([v for v, _ in parts]), self, tags.pop() if len(tags) == 1 else None)
+        bounds = hull(*(x.bounds if isinstance(x, EmuArray) else None for x in xs))
+        return EmuArray(self.raw.stack([v for v, _ in parts]), self, tags.pop() if len(tags) == 1 else None, bounds)
 
     def zeros_like(self, x: Any) -> EmuArray:
         return EmuArray(self.raw.zeros_like(self._value(x)), self)
@@ -585,43 +616,75 @@ class EmulatingOps:
         ``exact``: the operation itself only moves or selects values (gather, where, minimum),
         so it has events to count only when its result is rounded. ``function`` names the
         error model's stream (exp and log of one class draw different patterns). Under a
-        saturating profile the result is saturated last (:meth:`_saturate`); ``bounds`` is the
+        saturating profile the result is saturated last (:meth:`_round_and_saturate`); ``bounds`` is the
         interval of the op's exact result where its operands' bounds give one (``slack``: the
         native op's own relative error), so that the saturation can be shortened.
         """
         if not self._be.is_float(before):  # comparisons: booleans are exact
             return EmuArray(before, self)
-        after, tag = self._round_result(rule, before, tag, function=function or rule.cls.value)
-        known = None
-        if self._saturating:
-            after, known = self._saturate(rule, after, bounds, slack)
+        function = function or rule.cls.value
+        if not self._saturating:
+            after, tag = self._round_result(rule, before, tag, function=function)
+            known = None
+        else:
+            after, tag, known = self._round_and_saturate(rule, before, tag, function, bounds, slack)
         if self._tally is not None and (rule.rounds or not exact or self._saturating):
             self._count(rule, before, after, inputs, elementwise=elementwise)
         return EmuArray(after, self, tag, known)
 
-    def _saturate(self, rule: Rule, x: Any, exact: Bounds | None, slack: float) -> tuple[Any, Bounds]:
-        """:func:`native_fp32.saturate` of a result, and the bounds of the saturated values.
+    def _round_and_saturate(
+        self, rule: Rule, before: Any, tag: FloatFormat | None, function: str, exact: Bounds | None, slack: float
+    ) -> tuple[Any, FloatFormat | None, Bounds]:
+        """An op's result rounded and then saturated (:func:`native_fp32.saturate`): the values,
+        their format tag, and the bounds of the saturated values.
 
         With the exact result's bounds (never NaN), the rounded result's bounds decide: a clamp of
-        the side(s) that may be out of range, without the NaN select, or one select where neither
-        may be (see below). The values are the full saturation's, bit for bit. Error models and fixed-point formats move
-        values by more than a rounding, and a format without infinity turns an overflow into
-        NaN: those keep the full saturation.
+        the side(s) that may be out of range, without the NaN select, or at most one select where
+        neither may be (see below). Error models and fixed-point formats move values by more than
+        a rounding, and a format without infinity turns an overflow into NaN: those keep the full
+        saturation. The values are the full saturation's, bit for bit, and so are these savings:
+
+        * the rounding's NaN guard (a select keeping a NaN's bits) is left out when no NaN can
+          reach it (bounds) or when the full saturation replaces every NaN by 0 anyway, then
+          tested on the unrounded result: a rounded number is never NaN in a format with
+          infinities or a saturating overflow;
+        * an in-range result keeps one select only where nothing else stands between the op
+          and the next one (see :meth:`_saturation_sides`).
         """
         limit = min(rule.max_value, float(np.finfo(self._np_dtype).max))
-        fmt = rule.fmt if isinstance(rule.fmt, FloatFormat) else self._native
+        sides = self._saturation_sides(rule, exact, slack)
+        fmt = rule.fmt
+        numbers_stay = (
+            rule.error is None and isinstance(fmt, FloatFormat) and (fmt.has_inf or fmt.overflow == "saturate")
+        )
+        after, tag = self._round_result(rule, before, tag, function=function, nan_guard=not numbers_stay)
+        if sides is None:
+            nan_of = before if numbers_stay else after  # unguarded: NaN lanes are the unrounded result's
+            return saturate(self._be.xp, after, rule.max_value, nan_of=nan_of), tag, (-limit, limit)
+        lower, upper, known = sides
+        # At least one select stays where the result is in range and was not rounded: the compiler
+        # must not see two float ops side by side where the full saturation separated them
+        # (XLA:CPU would contract a product into the next addition, or merge two divisions, and
+        # change the bits). A rounding's integer operations (bit casts, shifts, masks) already
+        # separate them, so after one the select is left out.
+        if lower or upper or after is before:
+            after = clamp(self._be.xp, after, rule.max_value, lower=lower, upper=upper or not lower)
+        return after, tag, known
+
+    def _saturation_sides(self, rule: Rule, exact: Bounds | None, slack: float) -> tuple[bool, bool, Bounds] | None:
+        """Which sides of the range a result with exact bounds ``exact`` may leave after its
+        rounding (lower, upper), and its bounds once saturated; None where it needs the full
+        saturation (unknown bounds, error models, fixed-point formats, overflow to NaN)."""
         if exact is None or rule.error is not None or isinstance(rule.fmt, FixedFormat):
-            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
+            return None
+        limit = min(rule.max_value, float(np.finfo(self._np_dtype).max))
+        fmt = rule.fmt if isinstance(rule.fmt, FloatFormat) else self._native
         bits = min(fmt.mantissa_bits, self._native.mantissa_bits)
         lo, hi = rounded(exact, bits, max(fmt.min_normal, self._native.min_normal), slack=slack)
         lower, upper = lo < -limit, hi > limit
         if (lower or upper) and not fmt.has_inf and fmt.overflow != "saturate":  # overflow gives NaN
-            return saturate(self._be.xp, x, rule.max_value), (-limit, limit)
-        # At least one select stays, even in range: the compiler must not see two float ops side by
-        # side where the full saturation separated them (XLA:CPU would contract a product into the
-        # next addition, or merge two divisions, and change the bits).
-        x = clamp(self._be.xp, x, rule.max_value, lower=lower, upper=upper or not lower)
-        return x, (min(max(lo, -limit), limit), max(min(hi, limit), -limit))
+            return None
+        return lower, upper, (min(max(lo, -limit), limit), max(min(hi, limit), -limit))
 
     def _bounds(self, rule: Rule, x: Any) -> Bounds | None:
         """The bounds of an operand as the op sees it (unknown after an input rounding)."""
@@ -639,7 +702,11 @@ class EmulatingOps:
         self._op += 1
         return (((self._seed ^ extra) & _M32) << 32) | ((k * 4 + domain) & _M32)
 
-    def _round_to(self, x: Any, fmt: FloatFormat | FixedFormat, mode: RoundingMode, random_bits: int) -> Any:
+    def _round_to(
+        self, x: Any, fmt: FloatFormat | FixedFormat, mode: RoundingMode, random_bits: int, *, nan_guard: bool = True
+    ) -> Any:
+        """``x`` rounded onto ``fmt``; ``nan_guard=False``: the caller replaces NaN lanes itself (a
+        short rounding may then leave out the select that keeps a NaN's bits)."""
         seed = self._next_seed(0)  # consumed even when skipped: later roundings keep their keys
         if isinstance(fmt, FixedFormat):
             return round_fixed_values(self._be.xp, x, fmt, seed=seed, counter=self._step)
@@ -653,8 +720,10 @@ class EmulatingOps:
         if fast is None:
             return round_float(x, fmt, mode, seed=seed, counter=self._step, random_bits=random_bits)
         index = self._flat_index(x.shape) if mode is RoundingMode.STOCHASTIC else None
-        rand = {"rand": self._stream_bits(x.shape, seed)} if isinstance(fast, StreamRounder) else {}
-        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index, **rand)
+        extra: dict[str, Any] = {"nan_guard": nan_guard}
+        if isinstance(fast, StreamRounder):
+            extra["rand"] = self._stream_bits(x.shape, seed)
+        return fast(self._be.xp, x, seed=seed, counter=self._step, random_bits=random_bits, index=index, **extra)
 
     def _stream_bits(self, shape: tuple[int, ...], seed: int) -> Any:
         """32 random bits per element for the rounding (or error-model offset) keyed ``seed``: the step's element words
@@ -715,14 +784,18 @@ class EmulatingOps:
         return True
 
     def _round_result(
-        self, rule: Rule, x: Any, tag: FloatFormat | None = None, *, function: str = ""
+        self, rule: Rule, x: Any, tag: FloatFormat | None = None, *, function: str = "", nan_guard: bool = True
     ) -> tuple[Any, FloatFormat | None]:
-        """``x`` rounded to the rule's result format, and the format the result is known to lie in."""
+        """``x`` rounded to the rule's result format, and the format the result is known to lie in.
+
+        ``x`` itself (the same object) comes back where nothing changes it; ``nan_guard``: see
+        :meth:`_round_to`.
+        """
         if not rule.rounds or not self._be.is_float(x):
             return x, tag
         fmt = rule.fmt
         if fmt is not None and not (rule.error is None and tag is not None and representable_in(tag, fmt)):
-            x = self._round_to(x, fmt, rule.mode, rule.random_bits)
+            x = self._round_to(x, fmt, rule.mode, rule.random_bits, nan_guard=nan_guard)
         if rule.error is not None and rule.error_fmt is not None:
             x = self._perturb(x, rule.error, rule.error_fmt, function or rule.cls.value)
         return x, _tag_after(rule, tag)

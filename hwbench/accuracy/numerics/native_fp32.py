@@ -356,12 +356,17 @@ def _fma_f64(xp: Any, a: Any, b: Any, c: Any) -> Any:
         return odd.astype(np.float32)
 
 
-def saturate(xp: Any, x: Any, max_value: float) -> Any:
-    """The saturating policy: ``|x| > max`` (inf included) -> ``+-max``, NaN -> 0."""
+def saturate(xp: Any, x: Any, max_value: float, *, nan_of: Any = None) -> Any:
+    """The saturating policy: ``|x| > max`` (inf included) -> ``+-max``, NaN -> 0.
+
+    ``nan_of``: tested for NaN instead of ``x`` — the unrounded result, where ``x`` is its
+    rounding without a NaN guard: ``x`` is a number wherever ``nan_of`` is, and a lane where
+    ``nan_of`` is NaN becomes 0 whatever ``x`` holds there.
+    """
     dt = np.dtype(x.dtype)
     limit = np.asarray(min(max_value, float(np.finfo(dt).max)), dt)
     clipped = xp.clip(x, -limit, limit)
-    return xp.where(xp.isnan(x), np.asarray(0, dt), clipped)
+    return xp.where(xp.isnan(x if nan_of is None else nan_of), np.asarray(0, dt), clipped)
 
 
 def clamp(xp: Any, x: Any, max_value: float, *, lower: bool = True, upper: bool = True) -> Any:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from hwbench.core.engine import SteppedOps
+from hwbench.core.engine import FiniteStateOps, SteppedOps
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, Workload
 
@@ -104,6 +104,23 @@ def check_step_output(new: Any, old: Any) -> None:
 def is_stepped(ops: Any) -> bool:
     """Whether (wrapped) ops follow the SteppedOps protocol (step-aware rounding and counters)."""
     return isinstance(ops, SteppedOps)
+
+
+def offers_finite_state(ops: Any) -> bool:
+    """Whether stepped ops trace a cheaper step for a finite state (the FiniteStateOps protocol)."""
+    return is_stepped(ops) and isinstance(ops, FiniteStateOps) and bool(ops.finite_state_helps)
+
+
+def all_finite(state: Any) -> bool:
+    """Whether every float element of a (tuple/list of) host state array(s) is a finite number."""
+    import numpy as np
+
+    leaves = state if isinstance(state, (tuple, list)) else [state]
+    for leaf in leaves:
+        arr = np.asarray(leaf)
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            return False
+    return True
 
 
 def counters_dict(names: tuple[str, ...], totals: Any) -> dict[str, int]:

@@ -426,9 +426,19 @@ class JaxExecutor(Executor):
         # plan gathers and scatters from the concrete indices.
         self._fparams_host = {k: v for k, v in host.items() if isinstance(v, np.ndarray) and v.dtype == dtype}
         self._static = {k: v for k, v in host.items() if k not in self._fparams_host}
+        self._state0 = state0
+        # The program for calls whose initial state is finite, where the ops trace a cheaper step
+        # for it (FiniteStateOps: a saturating profile), and the general one; the one not needed
+        # by the first build is compiled when a call needs it.
+        self._finite: Any = None
+        self._general: Any = None
         with x64_mode(dtype):
             self._fparams = jax.device_put(self._fparams_host)
-            self._compiled, self.compiler_options = self._compile(state0)
+            if _loop.offers_finite_state(ops):
+                self._finite, self.compiler_options = self._compile(state0, finite_state=True)
+            if self._finite is None:
+                self._general, self.compiler_options = self._compile(state0)
+        self._compiled = self._finite if self._finite is not None else self._general
         # whether XLA compiled the loops as single kernels (see prepare_xla_flags)
         self.small_loop_kernels = "xla_cpu_small_call" in self._compiled.as_text()
 
@@ -480,8 +490,12 @@ class JaxExecutor(Executor):
         rows, probes, spikes, counters = jax.lax.fori_loop(0, nblocks, one_block, init)
         return (jnp.stack(rows) if split else rows), probes, spikes, counters
 
-    def _compile(self, state0: Any) -> tuple[Any, dict[str, Any]]:
-        """Lower with abstract shapes and compile once; returns (executable, options used)."""
+    def _compile(self, state0: Any, *, finite_state: bool = False) -> tuple[Any, dict[str, Any]]:
+        """Lower with abstract shapes and compile once; returns (executable, options used).
+
+        ``finite_state``: trace with the ops assuming a finite loaded state (FiniteStateOps); the
+        executable is None (nothing compiled) where the traced step does not keep it finite.
+        """
         import jax
         import numpy as np
 
@@ -490,14 +504,22 @@ class JaxExecutor(Executor):
 
         inputs = _loop.merge_inputs(self.kernel, self.workload, {}, self.dtype)
         i32 = jax.ShapeDtypeStruct((), np.int32)
-        lowered = jax.jit(self._program, donate_argnums=(0,)).lower(
-            jax.tree_util.tree_map(spec, state0),
-            {k: spec(v) for k, v in inputs.items()},
-            {k: spec(v) for k, v in self._fparams_host.items()},
-            i32,
-            i32,
-            i32,
-        )
+        if finite_state:
+            self.ops.assume_finite_state, self.ops.finite_state_kept = True, False
+        try:
+            lowered = jax.jit(self._program, donate_argnums=(0,)).lower(
+                jax.tree_util.tree_map(spec, state0),
+                {k: spec(v) for k, v in inputs.items()},
+                {k: spec(v) for k, v in self._fparams_host.items()},
+                i32,
+                i32,
+                i32,
+            )
+        finally:
+            if finite_state:
+                self.ops.assume_finite_state = False
+        if finite_state and not self.ops.finite_state_kept:
+            return None, {}
         if self.tuning.compiler_options is not None:
             return lowered.compile(dict(self.tuning.compiler_options) or None), dict(self.tuning.compiler_options)
         options = dict(DEFAULT_COMPILER_OPTIONS)
@@ -522,6 +544,7 @@ class JaxExecutor(Executor):
         spikes: list[np.ndarray] = []
         counts: list[np.ndarray] = []
         with x64_mode(self.dtype):
+            program = self._program_for(host_state)
             dev_state = jax.device_put(host_state)
             dev_inputs = jax.device_put(host_inputs)
             done = 0
@@ -529,7 +552,7 @@ class JaxExecutor(Executor):
                 nb = min(self.chunk_blocks, nsamples - done)
                 t0 = done * self.sample_every
                 step0 = (self.steps_done + t0) % (1 << 31)
-                dev_state, p, s, c = self._compiled(
+                dev_state, p, s, c = program(
                     dev_state, dev_inputs, self._fparams, np.int32(step0), np.int32(t0), np.int32(nb)
                 )
                 probes.append(np.asarray(p)[:nb])
@@ -548,6 +571,15 @@ class JaxExecutor(Executor):
             spikes=spike_arr if has_spikes else None,
             counters=_loop.counters_dict(self.counter_names, totals),
         )
+
+    def _program_for(self, host_state: Any) -> Any:
+        """The finite-state program where it exists and the call's state is finite, else the
+        general one (compiled at its first use when the build did not need it)."""
+        if self._finite is not None and _loop.all_finite(host_state):
+            return self._finite
+        if self._general is None:
+            self._general, _ = self._compile(self._state0)
+        return self._general
 
 
 class JaxEngine(Engine):
