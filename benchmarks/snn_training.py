@@ -10,7 +10,9 @@ a subprocess, named by ``--snntorch-python`` or the ``HWBENCH_SNNTORCH_PYTHON`` 
 variable (without either, only hwbench is measured). Contenders are timed round-robin: each round
 runs ``--repeats`` steps of hwbench, then of snnTorch's tutorial loop (``fc1(x)`` at every step),
 then of snnTorch with ``fc1(x)`` hoisted; each figure is the best step over all rounds (the
-machine may be shared: minima are the least disturbed). ``--autodiff`` adds hwbench with
+machine may be shared: minima are the least disturbed). "hwbench" is the default trainer (each
+minibatch cut into two shards that run at once on threads); "hwbench_one_shard" is the same
+trainer with the whole minibatch in one program, one thread. ``--autodiff`` adds hwbench with
 ``jax.grad`` through the time loop (the reference the hand-written BPTT is tested against);
 ``--against REF`` adds hwbench with the hand-written BPTT of git revision ``REF``
 (``hwbench/plugins/kernels/snn/fast_bptt.py`` as it was there), for a before/after in one process.
@@ -33,6 +35,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -50,12 +53,13 @@ def hwbench_trainers(batch: int, autodiff: bool) -> dict[str, Any]:
     from hwbench.plugins.kernels.snn import training as tr
 
     cfg = tr.TrainConfig()
-    out = {"hwbench": tr.Trainer(cfg)}
+    # the default (cfg.shards parts of each minibatch at once on threads) and one part, one thread
+    out = {"hwbench": tr.Trainer(cfg), "hwbench_one_shard": tr.Trainer(replace(cfg, shards=1))}
     if autodiff:
         twin = tr.Trainer(cfg)
         with twin._ctx():
             ops = tr.JaxTrainOps(cfg.compute_dtype, cfg.spec.surrogate)
-            twin._step = jax.jit(partial(tr.train_step, cfg=cfg, ops=ops, fast=False))
+            twin._grads = jax.jit(partial(tr.shard_grads, cfg=cfg, ops=ops, fast=False))
         out["hwbench_autodiff"] = twin
     return out
 
@@ -180,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             best["hwbench"] / best["snntorch_hoisted"]
         )
     ratios[f"hwbench images/s / {GOAL_IMAGES_PER_S:,.0f} (goal >= 1)"] = best["hwbench"] / GOAL_IMAGES_PER_S
+    ratios["hwbench / hwbench in one shard (data parallel on threads)"] = best["hwbench"] / best["hwbench_one_shard"]
     if "hwbench_against" in best:
         ratios[f"hwbench / hwbench at {a.against}"] = best["hwbench"] / best["hwbench_against"]
     if "hwbench_autodiff" in best:

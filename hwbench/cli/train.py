@@ -64,6 +64,13 @@ NET_OPTIONS = [
         help="AdamW learning rate.",
     ),
     click.option("--seed", type=validate.SEED, default=0, show_default=True),
+    click.option(
+        "--shards",
+        type=validate.BoundedInt(1, 1024),
+        default=2,
+        show_default=True,
+        help="Data-parallel parts of each minibatch, run at once on threads (the batch sum's order depends on it).",
+    ),
 ]
 
 
@@ -89,7 +96,7 @@ def _config(o: dict[str, Any], n_in: int) -> TrainConfig:
         n_steps=o["steps"],
         encoding=o["encoding"],
     )
-    return TrainConfig(spec=spec, precision=o["precision"], lr=o["lr"], seed=o["seed"])
+    return TrainConfig(spec=spec, precision=o["precision"], lr=o["lr"], seed=o["seed"], shards=o["shards"])
 
 
 def _out_dir(out: str | None) -> Path | None:

@@ -72,7 +72,7 @@ def measure(cfg: tr.TrainConfig, batch: int, repeats: int = 5, split: bool = Tru
     if split:
         twin = tr.Trainer(cfg)
         with twin._ctx():
-            twin._step = _twin_step(cfg, tr.JaxTrainOps(cfg.compute_dtype, spec.surrogate))
+            twin._grads = _twin_grads(cfg, tr.JaxTrainOps(cfg.compute_dtype, spec.surrogate))
         trainers.append(twin)
     timed = time_steps(trainers, x, y, repeats)
     times = timed[0]
@@ -100,19 +100,19 @@ def measure(cfg: tr.TrainConfig, batch: int, repeats: int = 5, split: bool = Tru
     )
 
 
-def _twin_step(cfg: tr.TrainConfig, ops: tr.JaxTrainOps) -> Any:
-    """The compiled training step of the linear twin (``networks.population`` swapped out)."""
+def _twin_grads(cfg: tr.TrainConfig, ops: tr.JaxTrainOps) -> Any:
+    """The compiled shard gradients of the linear twin (``networks.population`` swapped out)."""
     import jax
 
-    def step(params: dict[str, Any], st: tr.AdamState, x: Any, onehot: Any) -> Any:
+    def grads(params: dict[str, Any], x: Any, onehot: Any, weight: Any) -> Any:
         original = nets.population
         nets.population = _linear_population  # only while tracing: the twin's graph is built here
         try:
-            return tr.train_step(params, st, x, onehot, cfg=cfg, ops=ops, fast=False)
+            return tr.shard_grads(params, x, onehot, weight, cfg=cfg, ops=ops, fast=False)
         finally:
             nets.population = original
 
-    return jax.jit(step)
+    return jax.jit(grads)
 
 
 def sweep(name: str, base: tr.TrainConfig, batch: int = 128, repeats: int = 5) -> list[ThroughputPoint]:

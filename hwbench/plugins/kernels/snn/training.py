@@ -27,9 +27,12 @@ product per step (what a neuromorphic chip receives).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
+import operator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
+from functools import partial, reduce
 from typing import Any
 
 import numpy as np
@@ -56,8 +59,13 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     seed: int = 0
+    # data-parallel shards of a minibatch, each on its own thread (Trainer); 2 uses a 2-core machine
+    # and keeps results independent of the machine's core count
+    shards: int = 2
 
     def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise UsageError(f"shards must be a positive integer, got {self.shards}")
         if self.precision not in PRECISIONS:
             raise UsageError(f"unknown precision '{self.precision}'; choose from: {', '.join(PRECISIONS)}")
         if not self.lr > 0 or self.weight_decay < 0:
@@ -212,22 +220,43 @@ def _ipu_store() -> Any:
     return IpuDevice().numerics("fp16-sr").ops[OpClass.ADD]
 
 
-def train_step(
-    params: dict[str, Any], st: AdamState, x: Any, onehot: Any, *, cfg: TrainConfig, ops: JaxTrainOps, fast: bool = True
-) -> Any:
-    """Forward, gradient and AdamW update of one minibatch: ``(params, state, loss)`` (``fast``:
-    see :func:`output_spikes`)."""
+def shard_grads(
+    params: dict[str, Any],
+    x: Any,
+    onehot: Any,
+    weight: Any,
+    *,
+    cfg: TrainConfig,
+    ops: JaxTrainOps,
+    fast: bool = True,
+) -> tuple[Any, dict[str, Any]]:
+    """The loss and gradients of one shard of a minibatch, both weighted by ``weight`` (the shard's
+    share of the minibatch, ``n_shard / batch``; 1 unsharded) and still multiplied by fp16's loss
+    scale: summed over the shards they are the minibatch's (``fast``: see :func:`output_spikes`)."""
     import jax
     import jax.numpy as jnp
 
     scale = FP16_LOSS_SCALE if cfg.precision == "fp16" else 1.0
     loss_dtype = jnp.float64 if cfg.precision == "fp64" else jnp.float32
     f = partial(loss_fn, ops=ops, spec=cfg.spec, loss_dtype=loss_dtype, fast=fast)
-    loss, grads = jax.value_and_grad(lambda p: f(p, x, onehot) * scale)(params)
-    grads = {k: g.astype(cfg.master_dtype) / scale for k, g in grads.items()}
-    new, new_st = adamw(params, grads, st, cfg)
+    loss, grads = jax.value_and_grad(lambda p: f(p, x, onehot) * (weight * scale))(params)
+    return loss, grads
+
+
+def apply_grads(
+    params: dict[str, Any], st: AdamState, losses: list[Any], grads: list[dict[str, Any]], *, cfg: TrainConfig
+) -> Any:
+    """Sum the shards' losses and gradients (in shard order) and take the AdamW step:
+    ``(params, state, loss)``."""
+    import jax
+    import jax.numpy as jnp
+
+    scale = FP16_LOSS_SCALE if cfg.precision == "fp16" else 1.0
+    loss = reduce(operator.add, losses)
+    total = {k: reduce(operator.add, [g[k].astype(cfg.master_dtype) for g in grads]) / scale for k in grads[0]}
+    new, new_st = adamw(params, total, st, cfg)
     if cfg.precision == "fp16":  # skip a step whose scaled gradients overflowed
-        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in grads.values()]))
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in total.values()]))
         new = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, params)
         new_st = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new_st, st)
     if cfg.precision == "ipu-fp16-sr":
@@ -248,12 +277,28 @@ def train_step(
     return new, new_st, loss / scale
 
 
+def shard_slices(batch: int, shards: int) -> list[slice]:
+    """``shards`` contiguous parts of a minibatch of ``batch`` samples, as equal as can be (fewer
+    where the batch is smaller than ``shards``: no part is empty)."""
+    n = max(1, min(shards, batch))
+    bounds = [batch * i // n for i in range(n + 1)]
+    return [slice(a, b) for a, b in itertools.pairwise(bounds)]
+
+
 class Trainer:
     """A network's parameters, its AdamW state and the compiled training step.
 
     ``step(x, y)`` trains on one minibatch (labels as integers) and returns the loss;
     ``counts(x)`` gives the output spike counts. Inputs are host numpy arrays in the network's
     layout (see :func:`output_spikes`).
+
+    **Data parallel on threads.** A minibatch is cut into ``cfg.shards`` parts; each part's loss
+    and gradients are one compiled program (:func:`shard_grads`), the parts run at once on
+    threads (XLA releases the GIL while it runs, so each part gets a core), and a second program
+    sums them in shard order and takes the AdamW step (:func:`apply_grads`). The time loop's
+    small per-step operations do not spread over cores inside one XLA:CPU program, so this is
+    what puts a second core to work. The result depends on ``shards`` (the order of the batch
+    sum), never on the machine or on which thread finishes first.
     """
 
     def __init__(self, cfg: TrainConfig, params: dict[str, np.ndarray] | None = None) -> None:
@@ -263,15 +308,19 @@ class Trainer:
         _register_adam_pytree()
         self.cfg = cfg
         self._x64 = cfg.precision == "fp64"
+        self._pool: ThreadPoolExecutor | None = None
         with self._ctx():
             ops = JaxTrainOps(cfg.compute_dtype, cfg.spec.surrogate)
             p = nets.init_params(cfg.spec, cfg.seed) if params is None else params
             self.params = {k: jnp.asarray(np.asarray(v, cfg.master_dtype)) for k, v in p.items()}
             if cfg.precision == "ipu-fp16-sr":  # fp16 weights: representable values on an fp32 carrier
                 self.params = {k: v.astype(jnp.float16).astype(jnp.float32) for k, v in self.params.items()}
-            zeros = {k: jnp.zeros_like(v) for k, v in self.params.items()}
-            self.state = AdamState(zeros, dict(zeros), jnp.asarray(0, jnp.int32))
-            self._step = jax.jit(partial(train_step, cfg=cfg, ops=ops))
+            m, v = ({k: jnp.zeros_like(w) for k, w in self.params.items()} for _ in range(2))
+            self.state = AdamState(m, v, jnp.asarray(0, jnp.int32))
+            self._grads = jax.jit(partial(shard_grads, cfg=cfg, ops=ops))
+            # the update writes the weights and moments in place (their buffers are donated): no
+            # fresh multi-megabyte arrays, whose first touch costs page faults, at every step
+            self._apply = jax.jit(partial(apply_grads, cfg=cfg), donate_argnums=(0, 1))
             self._counts = jax.jit(
                 lambda p, x: jnp.sum(
                     output_spikes(ops, cfg.spec, {k: v.astype(ops.dtype) for k, v in p.items()}, x.astype(ops.dtype)),
@@ -284,8 +333,23 @@ class Trainer:
 
     def step(self, x: np.ndarray, y: np.ndarray) -> Any:
         onehot = np.eye(nets.N_CLASSES, dtype=self.cfg.master_dtype)[np.asarray(y)]
+        batch = len(onehot)
+        parts = shard_slices(batch, self.cfg.shards)
+        batch_axis = 1 if self.cfg.spec.encoding == "rate" else 0
+
+        def shard(s: slice) -> Any:
+            xs = x[:, s] if batch_axis else x[s]
+            with self._ctx():
+                return self._grads(self.params, xs, onehot[s], (s.stop - s.start) / batch)
+
+        if len(parts) > 1 and self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.cfg.shards - 1, thread_name_prefix="hwbench-train")
+        rest = [self._pool.submit(shard, s) for s in parts[1:]] if self._pool is not None else []
+        results = [shard(parts[0])] + [f.result() for f in rest]
         with self._ctx():
-            self.params, self.state, loss = self._step(self.params, self.state, x, onehot)
+            self.params, self.state, loss = self._apply(
+                self.params, self.state, [r[0] for r in results], [r[1] for r in results]
+            )
         return loss
 
     def counts(self, x: np.ndarray) -> np.ndarray:
