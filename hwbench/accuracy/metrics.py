@@ -6,7 +6,6 @@ come from the engines at step resolution (first upward threshold crossing per sa
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -129,29 +128,64 @@ def match_spikes(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
 def van_rossum(a: np.ndarray, b: np.ndarray, tau: float) -> float:
     """Van Rossum distance with an exponential kernel (exact closed form, not a discretisation):
     D^2 = 1/2 [sum_ij e^(-|a_i-a_j|/tau) + sum_ij e^(-|b_i-b_j|/tau) - 2 sum_ij e^(-|a_i-b_j|/tau)]."""
-
-    def k(x: np.ndarray, y: np.ndarray) -> float:
-        if x.size == 0 or y.size == 0:
-            return 0.0
-        if x.ndim == y.ndim == 1 and x.dtype == y.dtype:
-            return _kernel_sum(x.dtype.str, x.tobytes(), y.tobytes(), tau)
-        return float(np.exp(-np.abs(x[:, None] - y[None, :]) / tau).sum())
-
-    d2 = 0.5 * (k(a, a) + k(b, b) - 2 * k(a, b))
+    x, y = np.sort(np.asarray(a, np.float64).ravel()), np.sort(np.asarray(b, np.float64).ravel())
+    if (y.size, y.tobytes()) < (x.size, x.tobytes()):  # one order for both: D(a, b) == D(b, a) bit for bit
+        x, y = y, x
+    d2 = 0.5 * (kernel_sum(x, x, tau) + kernel_sum(y, y, tau) - 2 * kernel_sum(x, y, tau))
     return math.sqrt(max(d2, 0.0))
 
 
-@functools.lru_cache(maxsize=1 << 13)
-def _kernel_sum(dtype: str, x: bytes, y: bytes, tau: float) -> float:
-    """``sum_ij exp(-|x_i - y_j| / tau)`` of two 1-D spike-time arrays given as their bytes, remembered.
+# Within one block of a decayed sum, the spike times span at most this many tau: the block's
+# terms e^(s_j - s_start) stay within e^200, far from float64's overflow at e^709.
+_BLOCK_TAUS = 200.0
 
-    Why: an audit compares every run with the same reference, cell by cell, twice (the protocol's
-    spike comparison and the registered spike-agreement metric), so the reference's own term is
-    asked for once per run and most cells' trains are the reference's own (then all three terms
-    are one). This O(n^2) sum was the costliest part of comparing the runs; remembered, each
-    distinct pair is computed once, by the very same expression (the same bits)."""
-    a, b = np.frombuffer(x, dtype=dtype), np.frombuffer(y, dtype=dtype)
-    return float(np.exp(-np.abs(a[:, None] - b[None, :]) / tau).sum())
+
+def _decayed_prefix(s: np.ndarray) -> np.ndarray:
+    """``P_p = sum_{j <= p} e^(s_j - s_p)`` for sorted ``s`` (times in units of tau), in O(n).
+
+    Each block of times spanning at most ``_BLOCK_TAUS`` is a cumulative sum of ``e^(s_j - o)``
+    about the block's first time ``o``, scaled back by ``e^(o - s_p)``; the blocks before it add
+    their last sum decayed to ``o``. Every term is positive, so the relative error stays within a
+    few ulps per term (no cancellation). Blocks: about ``span / (200 tau)``, a short loop.
+    """
+    out = np.empty_like(s)
+    carry, last = 0.0, 0.0
+    start = 0
+    while start < s.size:
+        o = s[start]
+        stop = int(np.searchsorted(s, o + _BLOCK_TAUS, side="right"))
+        block = s[start:stop]
+        sums = np.cumsum(np.exp(block - o))
+        if start:
+            sums += carry * math.exp(last - o)
+        out[start:stop] = sums * np.exp(o - block)
+        carry, last, start = out[stop - 1], s[stop - 1], stop
+    return out
+
+
+def kernel_sum(x: np.ndarray, y: np.ndarray, tau: float) -> float:
+    """``sum_ij exp(-|x_i - y_j| / tau)`` of two sorted 1-D float64 spike-time arrays, in O(n + m).
+
+    Why not the direct double sum: a candidate that fires at every sample (a saturated or unstable
+    device) has ~10^4 spikes per cell, and the direct sum over every cell of an io-ehh audit
+    took ~30 CPU-seconds (6 x 10^9 exponentials). Split the pairs at ``x_i``: the ``y_j <= x_i``
+    sum to ``e^(-(x_i - y_p)/tau) P_p`` with ``y_p`` the last such ``y`` and ``P`` the decayed
+    prefix sums of ``y`` (:func:`_decayed_prefix`); the ``y_j > x_i`` to ``e^(-(y_q - x_i)/tau) S_q``
+    with ``y_q`` the first such ``y`` and ``S`` the decayed suffix sums (the prefix sums of the
+    reversed, negated times). Houghton & Kreuz (2012), "On the efficient calculation of van Rossum
+    distances", Network 23(1-2), use the same recursion. Agrees with the direct sum to ~1e-13
+    relative (tested); equal arrays give equal sums, so a train's distance to itself is 0.
+    """
+    if x.size == 0 or y.size == 0:
+        return 0.0
+    sx, sy = x / tau, y / tau
+    prefix = _decayed_prefix(sy)
+    suffix = _decayed_prefix(-sy[::-1])[::-1]
+    p = np.searchsorted(sy, sx, side="right")  # y[:p] <= x_i < y[p:]
+    below, above = p > 0, p < sy.size
+    total = np.sum(np.exp(sy[p[below] - 1] - sx[below]) * prefix[p[below] - 1])
+    total += np.sum(np.exp(sx[above] - sy[p[above]]) * suffix[p[above]])
+    return float(total)
 
 
 def spike_metrics(

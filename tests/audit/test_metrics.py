@@ -60,27 +60,47 @@ def test_van_rossum_closed_form_matches_integral_of_definition(a, b):
     assert exact == pytest.approx(numeric, rel=0.02, abs=2e-3)
 
 
-@settings(max_examples=60, deadline=None)
+def _direct_kernel_sum(p: np.ndarray, q: np.ndarray, tau: float) -> float:
+    return float(np.exp(-np.abs(p[:, None] - q[None, :]) / tau).sum()) if p.size and q.size else 0.0
+
+
+@settings(max_examples=80, deadline=None)
 @given(
-    st.lists(st.integers(0, 2000), max_size=40),
-    st.lists(st.integers(0, 2000), max_size=40),
-    st.sampled_from([np.float64, np.float32]),
+    st.lists(st.integers(0, 400_000), max_size=60),
+    st.lists(st.integers(0, 400_000), max_size=60),
+    st.sampled_from([0.5, 10.0, 1e4]),
 )
-def test_van_rossum_remembered_sums_are_the_computed_ones_bit_for_bit(a, b, dtype):
-    """The remembered kernel sums give exactly the bits of the direct expression, asked for in any
-    order, with equal trains and with trains that share the same bytes under another dtype."""
+def test_kernel_sum_equals_the_direct_double_sum(a, b, tau):
+    """The O(n + m) recursion against the O(n m) definition, on step-grid times (ties included) whose
+    span crosses many of the recursion's blocks (400,000 x 0.025 ms = 10,000 ms = 20,000 tau at tau 0.5)."""
+    from hwbench.accuracy.metrics import kernel_sum
 
-    def direct(x, y, tau):
-        def k(p, q):
-            return float(np.exp(-np.abs(p[:, None] - q[None, :]) / tau).sum()) if p.size and q.size else 0.0
+    x, y = np.sort(np.array(a)) * 0.025, np.sort(np.array(b)) * 0.025
+    for p, q in ((x, y), (y, x), (x, x), (y, y)):
+        want = _direct_kernel_sum(p, q, tau)
+        assert kernel_sum(p, q, tau) == pytest.approx(want, rel=1e-12, abs=0)
 
-        return math.sqrt(max(0.5 * (k(x, x) + k(y, y) - 2 * k(x, y)), 0.0))
 
-    x, y = np.sort(np.array(a, dtype=dtype)) * dtype(0.025), np.sort(np.array(b, dtype=dtype)) * dtype(0.025)
-    for p, q in ((x, y), (y, x), (x, x), (x, y)):
-        assert van_rossum(p, q, 10.0) == direct(p, q, 10.0)
-    ints = np.int32 if dtype == np.float32 else np.int64  # the same bytes read as integers: another sum
-    assert van_rossum(x.view(ints), y.view(ints), 10.0) == direct(x.view(ints), y.view(ints), 10.0)
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 4000), max_size=50), st.sampled_from([np.float64, np.float32]))
+def test_a_train_is_at_distance_zero_from_itself_and_order_does_not_matter(a, dtype):
+    x = (np.array(a) * 0.025).astype(dtype)
+    assert van_rossum(x, x.copy(), 10.0) == 0.0
+    shuffled = np.random.default_rng(len(a)).permutation(x)
+    y = np.sort(x)[: len(x) // 2]
+    assert van_rossum(shuffled, y, 10.0) == van_rossum(np.sort(x), y, 10.0) == van_rossum(y, x, 10.0)
+
+
+def test_kernel_sum_of_ten_thousand_spikes_per_train():
+    """A saturated candidate fires at every sample: ~10^4 spikes per cell, a 10^8-term double sum
+    that the recursion takes in O(n). Against the definition computed in row blocks."""
+    from hwbench.accuracy.metrics import kernel_sum
+
+    rng = np.random.default_rng(7)
+    x = np.sort(rng.integers(0, 400_000, 10_000)) * 0.025
+    y = np.sort(rng.integers(0, 400_000, 9_000)) * 0.025
+    want = sum(_direct_kernel_sum(x[i : i + 1000], y, 10.0) for i in range(0, x.size, 1000))
+    assert kernel_sum(x, y, 10.0) == pytest.approx(want, rel=1e-12, abs=0)
 
 
 def test_van_rossum_known_values():
