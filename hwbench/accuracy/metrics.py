@@ -106,22 +106,35 @@ def deviation_metrics(dev: np.ndarray, sample_ms: float, exclude: np.ndarray | N
 
 def match_spikes(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
     """Greedy one-to-one matching of two sorted spike-time arrays within ``tol``; returns b - a of
-    matched pairs (closest pairs first)."""
+    matched pairs (closest pairs first; equal distances in row-major order of ``(i, j)``).
+
+    Only the pairs within the tolerance are formed (a window per ``a_i`` found by binary search,
+    widened by ``tol`` and then tested with the exact predicate ``|b_j - a_i| <= tol``), not the
+    ``n x m`` matrix of all differences: two trains of 10^4 spikes would need 800 MB for it.
+    """
     if a.size == 0 or b.size == 0:
         return np.zeros(0)
-    diff = b[None, :] - a[:, None]
-    cand = np.argwhere(np.abs(diff) <= tol)
-    if cand.size == 0:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    lo = np.searchsorted(b, a - 2 * tol, side="left")
+    hi = np.searchsorted(b, a + 2 * tol, side="right")
+    counts = hi - lo
+    rows = np.repeat(np.arange(a.size), counts)
+    cols = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(lo, counts)
+    diff = b[cols] - a[rows]
+    keep = np.abs(diff) <= tol
+    rows, cols, diff = rows[keep], cols[keep], diff[keep]
+    if rows.size == 0:
         return np.zeros(0)
-    order = np.argsort(np.abs(diff[cand[:, 0], cand[:, 1]]), kind="stable")
+    order = np.argsort(np.abs(diff), kind="stable")
     used_a: set[int] = set()
     used_b: set[int] = set()
     out = []
-    for i, j in cand[order]:
+    for k in order:
+        i, j = int(rows[k]), int(cols[k])
         if i not in used_a and j not in used_b:
-            used_a.add(int(i))
-            used_b.add(int(j))
-            out.append(diff[i, j])
+            used_a.add(i)
+            used_b.add(j)
+            out.append(diff[k])
     return np.asarray(out)
 
 
