@@ -110,3 +110,31 @@ def test_fp16_skips_a_step_when_one_shard_overflows() -> None:
 def test_shards_must_be_positive() -> None:
     with pytest.raises(UsageError, match="shards must be a positive integer"):
         tr.TrainConfig(shards=0)
+
+
+def test_a_new_shard_size_is_traced_on_the_calling_thread() -> None:
+    """train-bench's linear twin (and the benchmark's ``--against``) swap a module attribute while
+    a program is traced; traced on two shard threads at once, one would take the other's swap for
+    the original. So a shard size seen for the first time is traced by the calling thread, one
+    shard after another; later steps run the shards on the pool."""
+    import threading
+    from functools import partial
+
+    import jax.numpy as jnp
+
+    cfg = tr.TrainConfig(spec=SMALL, shards=2)
+    trainer = tr.Trainer(cfg)
+    tracers: list[str] = []
+    ops = tr.JaxTrainOps(jnp.float32, SMALL.surrogate)
+
+    def grads(*args: object) -> object:
+        tracers.append(threading.current_thread().name)
+        return partial(tr.shard_grads, cfg=cfg, ops=ops)(*args)
+
+    trainer._grads = jax.jit(grads)
+    x, y = tp.synthetic_batch(SMALL, 16, 4)
+    for _ in range(3):
+        trainer.step(x, y)
+    assert tracers == [threading.current_thread().name]  # one trace (both shards are 8), here
+    trainer.step(x[:15], y[:15])  # shards of 7 and 8: the 7 is new
+    assert tracers == [threading.current_thread().name] * 2

@@ -309,6 +309,7 @@ class Trainer:
         self.cfg = cfg
         self._x64 = cfg.precision == "fp64"
         self._pool: ThreadPoolExecutor | None = None
+        self._traced: set[int] = set()  # shard sizes whose programs are traced (Trainer.step)
         with self._ctx():
             ops = JaxTrainOps(cfg.compute_dtype, cfg.spec.surrogate)
             p = nets.init_params(cfg.spec, cfg.seed) if params is None else params
@@ -342,10 +343,18 @@ class Trainer:
             with self._ctx():
                 return self._grads(self.params, xs, onehot[s], (s.stop - s.start) / batch)
 
-        if len(parts) > 1 and self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.cfg.shards - 1, thread_name_prefix="hwbench-train")
-        rest = [self._pool.submit(shard, s) for s in parts[1:]] if self._pool is not None else []
-        results = [shard(parts[0])] + [f.result() for f in rest]
+        # A shard size seen for the first time is traced here, one shard after another: tracing is
+        # not to run on two threads at once (a trace may swap a module attribute while it runs,
+        # as the linear twin of train-bench and the benchmark's --against do)
+        sizes = {s.stop - s.start for s in parts}
+        if len(parts) == 1 or not sizes <= self._traced:
+            results = [shard(s) for s in parts]
+            self._traced |= sizes
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.cfg.shards - 1, thread_name_prefix="hwbench-train")
+            rest = [self._pool.submit(shard, s) for s in parts[1:]]
+            results = [shard(parts[0])] + [f.result() for f in rest]
         with self._ctx():
             self.params, self.state, loss = self._apply(
                 self.params, self.state, [r[0] for r in results], [r[1] for r in results]
