@@ -48,9 +48,7 @@ _FNUZ = {"fp8-e4m3": "fp8-e4m3fnuz", "fp8-e5m2": "fp8-e5m2fnuz"}
 Rounding = Literal["toward-zero", "nearest-even", "down", "up"]
 
 
-# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
-# hwbench devices imports this module and validates none of them (docs/cli.md, "Start-up time").
-class MatrixUnitModel(BaseModel, frozen=True, defer_build=True):
+class MatrixUnitModel(BaseModel, frozen=True):
     """One matrix unit computing ``d = a . b + c`` for one input / output format pair.
 
     ``summation`` picks the family: ``aligned`` is the block FMA (NVIDIA, AMD CDNA3),

@@ -59,9 +59,7 @@ class Confidence(str, Enum):
 _RANK = {Confidence.MEASURED: 0, Confidence.DOCUMENTED: 1, Confidence.ASSUMED: 2}
 
 
-# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
-# hwbench devices imports this module and validates none of them (docs/cli.md, "Start-up time").
-class ErrorModel(BaseModel, defer_build=True):
+class ErrorModel(BaseModel):
     """A result error beyond correct rounding, as for approximate transcendental units.
 
     ``faithful-ulp``: the op's result (the reference's own, rounded to the op's format) is moved
@@ -93,7 +91,7 @@ def _resolve(value: str | FloatFormat | FixedFormat) -> FloatFormat | FixedForma
 _LOWERING_CLASS = {"one-hot-matmul": OpClass.GATHER, "constant-reciprocal": OpClass.DIV}
 
 
-class OpNumerics(BaseModel, defer_build=True):
+class OpNumerics(BaseModel):
     """The arithmetic of one op class on a device.
 
     ``format`` is a preset name from :data:`hwbench.accuracy.numerics.formats.FORMATS` or an inline
@@ -240,7 +238,7 @@ def _check_parameter(value: Any, where: str) -> None:
     )
 
 
-class NumericsProfile(BaseModel, defer_build=True):
+class NumericsProfile(BaseModel):
     """A device mode's arithmetic, op class by op class, with sources (see the module docstring).
 
     ``carrier`` is the IEEE type the emulation computes in: every format in ``ops`` must fit it
