@@ -3,9 +3,10 @@
 Each command runs in a fresh interpreter (a subprocess), ``--repeat`` times; the minimum is
 reported, next to a bare ``python -c pass`` measured in the same run, so the figure separates
 hwbench's own imports from the interpreter's start-up on this machine. The targets: under 1 s for
-``--help``, and issue 31's 0.3 s for ``hwbench devices`` (2-core machine); the test that guards
-them without timing anything is
-``tests/test_cli_listing.py::test_listing_commands_do_not_import_heavy_frameworks``.
+``--help``, and issue 31's 0.3 s for ``hwbench devices`` (2-core machine); the tests that guard
+them without timing anything are
+``tests/test_cli_listing.py::test_listing_commands_do_not_import_heavy_frameworks``,
+``::test_devices_imports_no_numpy`` and ``tests/cli/test_plain_table.py::test_devices_imports_no_rich``.
 Bytecode is compiled as in an installed package (``PYTHONDONTWRITEBYTECODE`` is dropped for the
 runs, and one untimed run of each command writes it).
 

@@ -198,7 +198,7 @@ ENGINE = "hwbench.accuracy.audit"
 PROTOCOL_MODULES = {
     "hwbench.stress.protocols": {"validation", "stress", "spike-train"},
     "hwbench.plugins.kernels.dl.protocol": {"dl-primitives"},
-    "hwbench.plugins.kernels.snn.precision_audit": {"training-precision"},
+    "hwbench.plugins.kernels.snn.precision_protocol": {"training-precision"},
 }
 
 

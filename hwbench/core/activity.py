@@ -29,7 +29,9 @@ REPORTS = ("structure", "activity", "layers", "connections", "synaptic-events")
 """What a kernel can declare in :attr:`Kernel.reports` (metrics name what they require from it)."""
 
 
-class LayerActivity(BaseModel):
+# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
+# hwbench devices imports this module and validates none of them (docs/cli.md, "Start-up time").
+class LayerActivity(BaseModel, defer_build=True):
     """One population of neurons over the recorded steps (NeuroBench's activation hooks)."""
 
     name: str
@@ -42,7 +44,7 @@ class LayerActivity(BaseModel):
     membrane_updates: int = Field(description="every neuron at the first step, then those whose potential changed")
 
 
-class ConnectionActivity(BaseModel):
+class ConnectionActivity(BaseModel, defer_build=True):
     """One weight matrix over the recorded steps (NeuroBench's connection hooks), bias ignored.
 
     ``effective_acs`` / ``effective_macs``: per step, (nonzero inputs) x (their nonzero weights),
@@ -60,7 +62,7 @@ class ConnectionActivity(BaseModel):
     dense: int
 
 
-class Activity(BaseModel):
+class Activity(BaseModel, defer_build=True):
     """What one run did, in counts a metric can turn into rates and per-sample averages."""
 
     steps: int = Field(description="time steps the counts cover")
@@ -74,7 +76,7 @@ class Activity(BaseModel):
     recorded_by: str = Field("", description="how the counts were obtained (e.g. a float32 reference replay)")
 
 
-class Buffer(BaseModel):
+class Buffer(BaseModel, defer_build=True):
     """A non-trainable constant or state a layer keeps (counted in the footprint)."""
 
     name: str
@@ -82,7 +84,7 @@ class Buffer(BaseModel):
     bytes_per_element: int
 
 
-class Structure(BaseModel):
+class Structure(BaseModel, defer_build=True):
     """Static facts of a workload's network (NeuroBench's static metrics)."""
 
     parameters: int = Field(description="trainable weights and biases")

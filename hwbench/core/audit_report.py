@@ -37,7 +37,9 @@ Role = Literal["reference", "gold", "ensemble", "candidate", "dt-refine"]
 (ensemble), a candidate, or a candidate at dt/k."""
 
 
-class RunSummary(BaseModel):
+# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
+# hwbench --help (every command's module) imports this module and validates none of them (docs/cli.md, "Start-up time").
+class RunSummary(BaseModel, defer_build=True):
     """One run of a protocol, and how it compares with the reference."""
 
     label: str
@@ -66,7 +68,7 @@ class RunSummary(BaseModel):
     )
 
 
-class CandidateVerdict(BaseModel):
+class CandidateVerdict(BaseModel, defer_build=True):
     device: str
     mode: str
     verdict: Verdict
@@ -74,7 +76,7 @@ class CandidateVerdict(BaseModel):
     reasons: list[str]
 
 
-class ProtocolReport(BaseModel):
+class ProtocolReport(BaseModel, defer_build=True):
     name: str
     description: str
     protocol: str = Field("", description="the audit protocol (plugin) that wrote this (older reports: empty)")
@@ -88,7 +90,7 @@ class ProtocolReport(BaseModel):
     verdict: Verdict
 
 
-class AuditReport(BaseModel):
+class AuditReport(BaseModel, defer_build=True):
     schema_: Literal["hwbench.audit/1"] = Field("hwbench.audit/1", alias="schema")
     provenance: Provenance = Field(default_factory=Provenance)
     settings: dict[str, Any]

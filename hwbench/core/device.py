@@ -52,7 +52,9 @@ class ProbeResult(BaseModel):
     reason: str
 
 
-class Support(BaseModel):
+# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
+# hwbench devices imports this module and validates none of them (docs/cli.md, "Start-up time").
+class Support(BaseModel, defer_build=True):
     """Answer of ``Device.supports``: yes, or no with a reason a user can act on."""
 
     ok: bool

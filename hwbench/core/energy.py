@@ -31,7 +31,9 @@ POWERCAP = Path("/sys/class/powercap")
 DomainStatus = Literal["measured", "unreadable", "not available"]
 
 
-class DomainEnergy(BaseModel):
+# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
+# hwbench devices imports this module and validates none of them (docs/cli.md, "Start-up time").
+class DomainEnergy(BaseModel, defer_build=True):
     """One metered counter over one phase."""
 
     name: str = Field(description="e.g. 'rapl:package-0', 'rapl:package-0/core', 'nvml:gpu0'")
@@ -51,7 +53,7 @@ class PublishedEnergy(BaseModel):
     source: str
 
 
-class EnergyReading(BaseModel):
+class EnergyReading(BaseModel, defer_build=True):
     """Energy of one phase: measured, not measured, modelled (with formula) or published (with source)."""
 
     status: Literal["measured", "not measured", "modelled", "published"]

@@ -49,7 +49,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "builtin-system-metrics": "hwbench.plugins.metrics_system",
     "builtin-audit-protocols": "hwbench.stress.protocols",
     "builtin-dl-protocol": "hwbench.plugins.kernels.dl.protocol",
-    "builtin-training-protocol": "hwbench.plugins.kernels.snn.precision_audit",
+    "builtin-training-protocol": "hwbench.plugins.kernels.snn.precision_protocol",
 }
 
 # hook name -> (registry attribute, expected type, what the record is called)

@@ -23,7 +23,9 @@ from hwbench.core.files import OutputFiles
 from hwbench.core.host import host_cpu
 
 
-class HostInfo(BaseModel):
+# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
+# hwbench --help (every command's module) imports this module and validates none of them (docs/cli.md, "Start-up time").
+class HostInfo(BaseModel, defer_build=True):
     hostname: str
     platform: str
     python: str
@@ -45,7 +47,7 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-class Provenance(BaseModel):
+class Provenance(BaseModel, defer_build=True):
     """Who produced a result, where, when — and whether the device was real or emulated."""
 
     hwbench_version: str = __version__
@@ -53,7 +55,7 @@ class Provenance(BaseModel):
     host: HostInfo = Field(default_factory=HostInfo.here)
 
 
-class DLTiming(BaseModel):
+class DLTiming(BaseModel, defer_build=True):
     """What a DL primitive's timing adds: configuration, precision, FLOPs and the peak used.
 
     Two FLOP figures: ``flops`` counts the operations actually computed, ``flops_paper`` the
@@ -77,7 +79,7 @@ class DLTiming(BaseModel):
     fraction_of_peak: float | None = None
 
 
-class Timing(BaseModel):
+class Timing(BaseModel, defer_build=True):
     """One timed configuration of the performance protocol (or of a single run)."""
 
     kernel: str
@@ -107,7 +109,7 @@ class Timing(BaseModel):
     dl: DLTiming | None = Field(None, description="DL primitives only: configuration, precision, FLOPS, peak")
 
 
-class RunResult(BaseModel):
+class RunResult(BaseModel, defer_build=True):
     schema_: Literal["hwbench.run/1"] = Field("hwbench.run/1", alias="schema")
     provenance: Provenance = Field(default_factory=Provenance)
     timing: Timing
@@ -139,7 +141,7 @@ class RunResult(BaseModel):
         return [[math.nan if v is None else v for v in row] if isinstance(row, list) else row for row in value]
 
 
-class BenchResult(BaseModel):
+class BenchResult(BaseModel, defer_build=True):
     schema_: Literal["hwbench.bench/1"] = Field("hwbench.bench/1", alias="schema")
     provenance: Provenance = Field(default_factory=Provenance)
     protocol: dict[str, Any] = Field(description="sizes, simulated ms, repeats, steps fused per call")

@@ -18,7 +18,9 @@ from pydantic import BaseModel, Field
 CONVENTION = "1 multiply-add = 2 FLOPs (paper's 2*M*N*K); exp/compare/divide = 1 op each"
 
 
-class FlopCount(BaseModel):
+# defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
+# hwbench devices imports this module and validates none of them (docs/cli.md, "Start-up time").
+class FlopCount(BaseModel, defer_build=True):
     """The work of one run of a primitive, by the real count and by the paper's printed formula."""
 
     real: float = Field(description="operations actually computed")

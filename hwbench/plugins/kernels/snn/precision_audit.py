@@ -12,7 +12,9 @@ chaotic-regime limits (PASS up to 3x, WARN up to 10x, FAIL beyond): spike trains
 network diverge under any rounding change, so only a ratio to honest fp32 is meaningful.
 When the candidate is fp32 itself it is judged against the absolute floors.
 
-It runs on the audit engine as the ``training-precision`` protocol (``hwbench train --audit``):
+It runs on the audit engine as the ``training-precision`` protocol (``hwbench train --audit``;
+registered by :mod:`hwbench.plugins.kernels.snn.precision_protocol`, which runs
+:func:`precision_audit` as :func:`audit` passes it, so registering costs nothing of this module):
 the session passes its plan and its candidate run in ``AuditSettings.options["training"]``, the
 engine runs the protocol and returns the report, and :func:`audit` hands the session its
 :class:`PrecisionAudit`. It is never run by a bare ``hwbench audit`` (there is no training run).
@@ -20,7 +22,6 @@ engine runs the protocol and returns the report, and :func:`audit` hands the ses
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,21 +31,15 @@ from pydantic import BaseModel, Field
 
 from hwbench.accuracy.report import CandidateVerdict
 from hwbench.accuracy.verdict import CHAOTIC_RATIOS, Verdict
-from hwbench.core.audit_protocol import AuditContext, AuditProtocol, Compared, ProtocolInfo
-from hwbench.core.audit_report import ProtocolReport, Role, RunSummary
-from hwbench.core.errors import UsageError
-from hwbench.core.hookspecs import hookimpl
-from hwbench.core.kernel import Kernel
+from hwbench.plugins.kernels.snn.precision_protocol import NAME
 
-HWBENCH_CONTRACT = 3
-NAME = "training-precision"
 # the registered kernel of each training neuron (its equations: hwbench/plugins/kernels/lif.py)
 NEURON_KERNEL = {"leaky": "lif", "synaptic": "lif-current", "rleaky": "lif-recurrent"}
 
 MIN_FLOOR = {"loss_curve": 0.01, "weight_divergence": 0.01, "accuracy_drop": 0.01}
 
 
-class RunCurve(BaseModel):
+class RunCurve(BaseModel, defer_build=True):
     precision: str
     role: str
     loss: list[float]
@@ -53,7 +48,7 @@ class RunCurve(BaseModel):
     metrics: dict[str, float] = Field(default_factory=dict)
 
 
-class PrecisionAudit(BaseModel):
+class PrecisionAudit(BaseModel, defer_build=True):
     reference: str = "fp64"
     runs: list[RunCurve]
     floor: dict[str, float]
@@ -113,6 +108,7 @@ def audit(
         "candidate": candidate_prog,
         "train": train,
         "with_precision": with_precision,
+        "run": precision_audit,  # what the protocol runs (precision_protocol imports nothing of this module)
     }
     settings = AuditSettings(
         kernel=NEURON_KERNEL.get(plan.cfg.spec.neuron, "lif"),
@@ -138,75 +134,3 @@ def precision_audit(training: dict[str, Any]) -> PrecisionAudit:
         floor = {k: max(v, runs[-1].metrics[k]) for k, v in MIN_FLOOR.items()}
     runs.append(_curve("candidate", precision, training["candidate"], ref))
     return PrecisionAudit(runs=runs, floor=floor, verdict=judge(runs[-1].metrics, floor, precision))
-
-
-INFO = ProtocolInfo(
-    name=NAME,
-    summary="a training run's precision against fp64 training from the same weights on the same minibatches",
-    applies_to="the LIF family, on a training session (hwbench train --audit passes it)",
-    runs=["reference: training at fp64", "ensemble: training at fp32 (the floor)", "candidate: the session's run"],
-    compares=[
-        Compared(header="loss curve", path="deviation.loss_curve"),
-        Compared(header="weights", path="deviation.weight_divergence"),
-        Compared(header="accuracy drop", path="deviation.accuracy_drop"),
-    ],
-    floor="the fp32 run's deviations from fp64, never below 1% loss, 1% weights, 1 point of accuracy",
-    verdict="worst ratio to the floor: PASS up to 3x, WARN up to 10x, FAIL beyond (the chaotic-regime limits)",
-    automatic=False,
-)
-
-
-class TrainingPrecisionProtocol(AuditProtocol):
-    """The precision audit of a training session, on the audit engine."""
-
-    info = INFO
-
-    def refusal(self, kernel: Kernel) -> str | None:
-        return None if kernel.info.family == "lif" else "it audits the training of LIF networks"
-
-    def preflight(self, ctx: AuditContext) -> None:
-        if "training" not in ctx.settings.options:
-            raise UsageError(f"the {NAME} protocol audits a training session: run `hwbench train --audit`")
-
-    def run(self, ctx: AuditContext) -> list[ProtocolReport]:
-        t0 = time.perf_counter()
-        found = precision_audit(ctx.settings.options["training"])
-        ctx.data[NAME] = found
-        share = (time.perf_counter() - t0) / max(1, len(found.runs))
-        report = ProtocolReport(
-            name=NAME,
-            protocol=NAME,
-            description=f"training at {found.verdict.mode} vs fp64",
-            probe_unit="",
-            sample_ms=0.0,
-            regime="chaotic",
-            floor=found.floor,
-            runs=[_summary(r, share) for r in found.runs],
-            verdicts=[found.verdict],
-            verdict=found.verdict.verdict,
-        )
-        return [report]
-
-
-_ROLES: dict[str, Role] = {"reference": "reference", "floor": "ensemble", "candidate": "candidate"}
-
-
-def _summary(run: RunCurve, seconds: float) -> RunSummary:
-    """One training run as the audit report keeps it (the fp32 floor is the ensemble member)."""
-    return RunSummary(
-        label=f"{run.role} ({run.precision})",
-        role=_ROLES[run.role],
-        device="cpu",
-        mode=run.precision,
-        execution="real" if run.precision in ("fp64", "fp32") else "emulated",
-        engine="jax training",
-        setup_s=0.0,
-        run_s=seconds,
-        deviation=run.metrics or None,
-        metrics={"loss": {"final": run.loss[-1]}} if run.loss else {},
-    )
-
-
-@hookimpl
-def hwbench_audit_protocols() -> list[AuditProtocol]:
-    return [TrainingPrecisionProtocol()]
