@@ -149,9 +149,19 @@ def _kernel_sum(dtype: str, x: bytes, y: bytes, tau: float) -> float:
     spike comparison and the registered spike-agreement metric), so the reference's own term is
     asked for once per run and most cells' trains are the reference's own (then all three terms
     are one). This O(n^2) sum was the costliest part of comparing the runs; remembered, each
-    distinct pair is computed once, by the very same expression (the same bits)."""
+    distinct pair is computed once, by the very same expression (the same bits). Floats are
+    computed in place, one (len(x), len(y)) buffer for every step: the same ufuncs on the same
+    values, so the same bits, at about half the time (no temporary matrix to allocate and fault
+    in per step)."""
     a, b = np.frombuffer(x, dtype=dtype), np.frombuffer(y, dtype=dtype)
-    return float(np.exp(-np.abs(a[:, None] - b[None, :]) / tau).sum())
+    if a.dtype.kind != "f":
+        return float(np.exp(-np.abs(a[:, None] - b[None, :]) / tau).sum())
+    d = np.subtract(a[:, None], b[None, :])
+    np.abs(d, out=d)
+    np.negative(d, out=d)
+    np.divide(d, tau, out=d)
+    np.exp(d, out=d)
+    return float(d.sum())
 
 
 def spike_metrics(
