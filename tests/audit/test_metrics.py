@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwbench.accuracy.metrics import (
+    _kernel_sum,
     abs_deviation,
     box_stats,
     deviation_metrics,
@@ -81,6 +82,19 @@ def test_van_rossum_remembered_sums_are_the_computed_ones_bit_for_bit(a, b, dtyp
         assert van_rossum(p, q, 10.0) == direct(p, q, 10.0)
     ints = np.int32 if dtype == np.float32 else np.int64  # the same bytes read as integers: another sum
     assert van_rossum(x.view(ints), y.view(ints), 10.0) == direct(x.view(ints), y.view(ints), 10.0)
+
+
+@pytest.mark.parametrize("sizes", [(1, 7), (37, 1001), (640, 777), (1500, 1499)])
+def test_van_rossum_in_place_sums_are_the_direct_expression_bit_for_bit(sizes):
+    """The kernel sums are computed in place; at the sizes an audit meets (hundreds to thousands of
+    spikes per cell, lengths that are no multiple of a vector width) the bits must be the direct
+    expression's."""
+    rng = np.random.default_rng(sum(sizes))
+    x = np.sort(rng.integers(0, 400_000, sizes[0])) * 0.025
+    y = np.sort(rng.integers(0, 400_000, sizes[1])) * 0.025
+    for p, q in ((x, y), (y, x), (x, x)):
+        direct = float(np.exp(-np.abs(p[:, None] - q[None, :]) / 10.0).sum())
+        assert _kernel_sum(p.dtype.str, p.tobytes(), q.tobytes(), 10.0) == direct
 
 
 def test_van_rossum_known_values():
