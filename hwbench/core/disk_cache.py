@@ -10,7 +10,6 @@ JAX engine's program cache (:mod:`hwbench.core.engines.program_cache`).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 from functools import cache
 from pathlib import Path
@@ -43,6 +42,8 @@ def _feed(h: Any, obj: Any) -> None:
 
 def digest(obj: Any) -> str:
     """SHA-256 of ``obj``'s contents (nested dicts, lists, dataclasses and arrays)."""
+    import hashlib
+
     h = hashlib.sha256()
     _feed(h, obj)
     return h.hexdigest()
@@ -72,6 +73,8 @@ def code_fingerprint(*objects: Any) -> str:
 @cache
 def _class_fingerprint(classes: tuple[type, ...]) -> str:
     """(Once per process: the files are read at the first use, as the modules were imported.)"""
+    import hashlib
+
     h = hashlib.sha256()
     for path in _source_files(classes):
         h.update(str(path.name).encode())
@@ -86,6 +89,8 @@ def _class_fingerprint(classes: tuple[type, ...]) -> str:
 def package_fingerprint(package: str) -> str:
     """SHA-256 over every source file of an imported package (``"hwbench"``: all of hwbench, ~5 ms
     to read). Once per process."""
+    import hashlib
+
     module = sys.modules[package]
     root = Path(module.__file__ or "").parent
     h = hashlib.sha256()

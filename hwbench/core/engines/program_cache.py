@@ -39,14 +39,8 @@ each write the least recently used entries go until the cache fits.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
-import pickle
-import shutil
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +92,9 @@ def program_key(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     ``fields`` are the build's own (kernel, workload, ops, dtype, ...: the engine's); the
     environment's are added here: hwbench's version and sources, library versions, host CPU,
     ``XLA_FLAGS``, JAX's backend and tracing settings."""
+    import hashlib
+    import json
+
     import jax
 
     import hwbench
@@ -165,6 +162,9 @@ class ProgramCache:
 
     def load(self, key: str) -> Program | None:
         """The program stored under ``key``, verified and loaded; None on a miss. A damaged entry is removed."""
+        import hashlib
+        import json
+
         entry = self.root / key
         try:
             meta = json.loads((entry / "meta.json").read_bytes())
@@ -196,6 +196,10 @@ class ProgramCache:
 
         Returns whether an entry is now there. Never raises for a full or read-only disk or an
         executable that does not serialize: the build's result does not depend on the cache."""
+        import hashlib
+        import json
+        import time
+
         try:
             payload = b"" if compiled is None else _serialize(compiled)
         except Exception:
@@ -218,6 +222,9 @@ class ProgramCache:
             return False
 
     def _write(self, key: str, payload: bytes, meta: str) -> bool:
+        import shutil
+        import uuid
+
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -237,6 +244,7 @@ class ProgramCache:
 
     def entries(self) -> list[tuple[float, int, Path]]:
         """(last use, bytes, path) of every entry, least recently used first."""
+
         out: list[tuple[float, int, Path]] = []
         if not self.root.is_dir():
             return out
@@ -253,6 +261,9 @@ class ProgramCache:
 
     def evict(self) -> int:
         """Remove least recently used entries until the cache fits its limit; returns how many went."""
+        import shutil
+        import time
+
         now = time.time()
         for tmp in self.root.glob(".tmp-*"):  # left by writers that died
             with contextlib.suppress(OSError):
@@ -271,6 +282,9 @@ class ProgramCache:
 
     def _discard(self, entry: Path) -> None:
         """Rename the entry away (atomic: readers see it whole or not at all), then delete it."""
+        import shutil
+        import uuid
+
         trash = self.root / f".trash-{entry.name[:16]}-{uuid.uuid4().hex[:8]}"
         try:
             os.rename(entry, trash)
@@ -286,12 +300,16 @@ class ProgramCache:
 
 
 def _serialize(compiled: Any) -> bytes:
+    import pickle
+
     from jax.experimental.serialize_executable import serialize
 
     return pickle.dumps(serialize(compiled), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _deserialize(payload: bytes) -> Any:
+    import pickle
+
     from jax.experimental.serialize_executable import deserialize_and_load
 
     serialized, in_tree, out_tree = pickle.loads(payload)  # our own verified entry (see the module doc)
@@ -321,6 +339,7 @@ def fresh_compile() -> Iterator[Callable[[], bool]]:
     compile time is raised in this thread), so such one-off names do not pile up in it. JAX's hit
     events, counted per thread, confirm it. Where this JAX has no per-thread switch for that
     minimum, the check is always false: nothing is kept."""
+
     try:
         import jax.monitoring
         from jax._src import config as jax_config
@@ -342,4 +361,6 @@ def unique_name(base: str) -> str:
     """``base`` with a random suffix: the name a program compiled for this cache is lowered under.
     (A name is not compiled into the arithmetic; it only changes the lowered text JAX's
     compilation cache keys by.)"""
+    import uuid
+
     return f"{base}_{uuid.uuid4().hex}"
