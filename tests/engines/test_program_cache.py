@@ -45,13 +45,13 @@ def programs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def traced(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """One entry per program traced (and compiled) rather than read from the cache."""
     calls: list[bool] = []
-    real = JaxExecutor._trace_and_compile
+    real = JaxExecutor._lower
 
     def counting(self: JaxExecutor, state0: Any, **kwargs: Any) -> Any:
         calls.append(kwargs.get("finite_state", False))
         return real(self, state0, **kwargs)
 
-    monkeypatch.setattr(JaxExecutor, "_trace_and_compile", counting)
+    monkeypatch.setattr(JaxExecutor, "_lower", counting)
     return calls
 
 
@@ -246,3 +246,67 @@ def test_the_environment_is_part_of_the_key(monkeypatch: pytest.MonkeyPatch) -> 
     assert program_key({"kernel": "other"})[0] != base
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=false")
     assert program_key({"kernel": "k"})[0] != base
+
+
+def test_every_constructor_argument_of_the_cached_ops_is_in_their_trace_key() -> None:
+    """A new way to configure these ops must join their trace key (or a program traced under one
+    setting would be found under another): this fails when a constructor gains an argument, so
+    whoever adds one also decides what ``trace_key`` says about it."""
+    import inspect
+
+    from hwbench.accuracy.numerics.emulate import EmulatingOps, EmulationWrapper
+
+    def arguments(cls: type) -> set[str]:
+        return set(inspect.signature(cls.__init__).parameters) - {"self"}
+
+    # rules follow from the profile and the carrier; the backend from the raw ops' name
+    assert arguments(EmulatingOps) == {"raw", "profile", "rules", "backend", "carrier", "counters", "seed"}
+    assert arguments(EmulationWrapper) == {"profile", "counters", "seed"}  # what it hands EmulatingOps
+    assert arguments(JaxOps) == {"dtype", "scatter"}
+    ops = EmulationWrapper(get_registry().device("groq").numerics("default"), counters=False, seed=5)(JaxOps())
+    key = trace_key_of(ops)
+    assert key["raw"] == {"ops": "jax", "dtype": "float32", "scatter": "passes"}
+    assert (key["counters"], key["seed"], key["carrier"]) == ([], 5, "float32")
+    assert '"name"' in key["profile"]
+
+
+def test_every_emulating_mode_from_the_cache_is_bit_identical_to_its_fixture(
+    programs: Path, traced: list[bool]
+) -> None:
+    """The emulation fixtures (tests/accuracy/test_emulation_fixtures.py, which runs with the cache
+    off) again, each case built twice with the cache on: compiled for the cache (under a name of
+    its own), then loaded from it. Both must give the frozen bits."""
+    import importlib.util
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "make_emulation_fixtures.py"
+    spec = importlib.util.spec_from_file_location("make_emulation_fixtures", script)
+    assert spec is not None and spec.loader is not None
+    fixtures = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = fixtures  # dataclasses look their module up there
+    spec.loader.exec_module(fixtures)
+    with np.load(fixtures.FIXTURES) as data:
+        frozen = dict(data)
+
+    def same(got: np.ndarray, expected: np.ndarray) -> bool:  # NaN payloads aside, as the fixture test
+        if expected.dtype != np.float32:
+            return bool((got == expected).all())
+        return bool(((got.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(got) & np.isnan(expected))).all())
+
+    # one case of each kind of program (a subset: every case compiles afresh once here): a plain
+    # and a contracting fp32 model, tensor-core rounding, a saturating profile with its
+    # finite-state program, stochastic rounding's stream, and counters
+    keys = ("a100:cuda-fp32", "a100:tensorrt", "h100:fp8-e4m3", "groq:default", "ipu:fp16-sr", "groq:default+counters")
+    cases = [case for case in fixtures.CASES if case.key in keys]
+    assert len(cases) == len(keys), [c.key for c in fixtures.CASES]
+    from_cache = 0
+    for case in cases:
+        expected = {k.split("/", 1)[1]: v for k, v in frozen.items() if k.split("/", 1)[0] == case.key}
+        for attempt in ("compiled for the cache", "loaded from it"):
+            before = len(traced)
+            got = fixtures.run_case(case)
+            assert sorted(got) == sorted(expected), case.key
+            for name, value in expected.items():
+                assert same(got[name], value), f"{case.key} ({attempt}): {name} differs"
+        from_cache += len(traced) == before  # the second build traced nothing
+    assert from_cache == len(cases)

@@ -287,7 +287,8 @@ class EmulatingOps:
         """What shapes the programs traced with these ops: the raw namespace's key, the profile
         (its rules follow from it and the carrier), counters and the stream seed (the program
         cache's key; None when the raw ops have none). Read by
-        :func:`hwbench.core.engines.program_cache.trace_key_of`."""
+        :func:`hwbench.core.engines.program_cache.trace_key_of`. A new constructor argument must
+        join it (tests/engines/test_program_cache.py fails until the test names it)."""
         from hwbench.core.engines.program_cache import trace_key_of
 
         raw = trace_key_of(self.raw)

@@ -511,22 +511,29 @@ class JaxExecutor(Executor):
         if found is not None:
             self.cached_programs += 1
             return found.compiled, dict(found.notes["compiler_options"])
+        lowered = self._lower(state0, finite_state=finite_state, name=unique_name("program"))
+        if lowered is None:  # (no finite-state program for this step: nothing to compile)
+            cache.store(*key, None, {"compiler_options": {}})
+            return None, {}
         with fresh_compile() as fresh:
-            compiled, options = self._trace_and_compile(state0, finite_state=finite_state, name=unique_name("program"))
+            compiled, options = self._compile_lowered(lowered)
         if fresh():
             cache.store(*key, compiled, {"compiler_options": options})
         return compiled, options
 
-    def _trace_and_compile(
-        self, state0: Any, *, finite_state: bool = False, name: str | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def _trace_and_compile(self, state0: Any, *, finite_state: bool = False) -> tuple[Any, dict[str, Any]]:
         """Lower with abstract shapes and compile once; returns (executable, options used).
-
-        ``name``: the program's name in the lowered text (default ``_program``).
 
         ``finite_state``: trace with the ops assuming a finite loaded state (FiniteStateOps); the
         executable is None (nothing compiled) where the traced step does not keep it finite.
         """
+        lowered = self._lower(state0, finite_state=finite_state)
+        return (None, {}) if lowered is None else self._compile_lowered(lowered)
+
+    def _lower(self, state0: Any, *, finite_state: bool = False, name: str | None = None) -> Any:
+        """The program traced and lowered with abstract shapes (None: ``finite_state`` was asked
+        and the traced step does not keep the state finite). ``name``: the program's name in the
+        lowered text (default ``_program``)."""
         import jax
         import numpy as np
 
@@ -558,7 +565,12 @@ class JaxExecutor(Executor):
             if finite_state:
                 self.ops.assume_finite_state = False
         if finite_state and not self.ops.finite_state_kept:
-            return None, {}
+            return None
+        return lowered
+
+    def _compile_lowered(self, lowered: Any) -> tuple[Any, dict[str, Any]]:
+        """Compile with the tuning's XLA options, else the defaults (dropping any this XLA build
+        does not know); returns (executable, options used)."""
         if self.tuning.compiler_options is not None:
             return lowered.compile(dict(self.tuning.compiler_options) or None), dict(self.tuning.compiler_options)
         options = dict(DEFAULT_COMPILER_OPTIONS)

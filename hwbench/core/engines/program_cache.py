@@ -329,9 +329,10 @@ def _count_hits(event: str, **_: Any) -> None:
 
 @contextlib.contextmanager
 def fresh_compile() -> Iterator[Callable[[], bool]]:
-    """Compile inside, under a program name of its own (:func:`unique_name`): yields a check,
-    true afterwards if what was compiled inside is XLA's own compilation (so it may be kept),
-    false if JAX's compilation cache answered in this thread all the same.
+    """Compile one program inside, lowered under a name of its own (:func:`unique_name`): yields
+    a check, true afterwards if what was compiled inside is XLA's own compilation (so it may be
+    kept), false if JAX's compilation cache answered in this thread all the same (trace and lower
+    outside: tracing may compile small helpers eagerly, which that cache may answer).
 
     Why: an executable that JAX's compilation cache loaded does not serialize again into one
     that runs (XLA:CPU misses its kernels then), and that cache keys a program by its lowered
