@@ -45,3 +45,9 @@ if not os.environ.get("HWBENCH_STORE"):
 os.environ["XDG_CACHE_HOME"] = os.path.join(_STORE_DIR, "cache")
 if not os.environ.get("HWBENCH_BASELINE_CACHE"):
     os.environ["HWBENCH_BASELINE_CACHE"] = os.path.join(_STORE_DIR, "baselines")
+
+# The JAX engine's program cache (docs/audit.md, "Program cache"): off in the suite. Its key holds
+# the sources' fingerprints, which do not change when a test replaces a function at run time, so a
+# program traced before such a test could be found by it. Its own tests turn it on in a folder of
+# their own (tests/engines/test_program_cache.py).
+os.environ["HWBENCH_PROGRAM_CACHE"] = "off"

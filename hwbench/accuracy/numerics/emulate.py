@@ -283,6 +283,26 @@ class EmulatingOps:
         self.assume_finite_state = False
         self.finite_state_kept = False
 
+    def trace_key(self) -> dict[str, Any] | None:
+        """What shapes the programs traced with these ops: the raw namespace's key, the profile
+        (its rules follow from it and the carrier), counters and the stream seed (the program
+        cache's key; None when the raw ops have none). Read by
+        :func:`hwbench.core.engines.program_cache.trace_key_of`. A new constructor argument must
+        join it (tests/engines/test_program_cache.py fails until the test names it)."""
+        from hwbench.core.engines.program_cache import trace_key_of
+
+        raw = trace_key_of(self.raw)
+        if raw is None:
+            return None
+        return {
+            "ops": "emulating",
+            "raw": raw,
+            "profile": self.profile.to_json(),
+            "carrier": self._carrier,
+            "counters": list(self.counter_names),
+            "seed": self._seed,
+        }
+
     @property
     def finite_state_helps(self) -> bool:
         """Whether a finite loaded state shortens the step: under a saturating profile every op

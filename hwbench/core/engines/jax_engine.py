@@ -40,14 +40,16 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
+from hwbench.core.disk_cache import code_fingerprint, digest
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params
 from hwbench.core.engines import _loop
+from hwbench.core.engines.program_cache import ProgramCache, fresh_compile, program_key, trace_key_of, unique_name
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.layout import PassPlan, check_index, neighbour_table, pass_plan
@@ -157,6 +159,11 @@ class JaxOps:
         self.scatter = scatter
         self._plans: dict[int, tuple[np.ndarray, tuple[str, Any]]] = {}  # id(index): (index, (strategy, plan))
         self._gather_plans: dict[tuple[int, int], tuple[np.ndarray, PassPlan | None]] = {}
+
+    def trace_key(self) -> dict[str, Any]:
+        """What shapes the programs traced with these ops (the program cache's key; see
+        :func:`hwbench.core.engines.program_cache.trace_key_of`)."""
+        return {"ops": "jax", "dtype": str(self.dtype), "scatter": self.scatter}
 
     def asarray(self, x: Any) -> Any:
         arr = self._jnp.asarray(x)
@@ -414,6 +421,7 @@ class JaxExecutor(Executor):
         self.stepped = _loop.is_stepped(ops)
         self.counter_names: tuple[str, ...] = tuple(ops.counter_names) if self.stepped else ()
         self.steps_done = 0  # global step index handed to SteppedOps.begin_step
+        self.cached_programs = 0  # programs of this build read from the program cache (not traced)
         state0 = _loop.state_to_host(workload.state0, dtype, workload.state0)
         self._probe_shape = tuple(np.shape(kernel.probe(state0)))
         rule = kernel.spike_rule
@@ -491,11 +499,41 @@ class JaxExecutor(Executor):
         return (jnp.stack(rows) if split else rows), probes, spikes, counters
 
     def _compile(self, state0: Any, *, finite_state: bool = False) -> tuple[Any, dict[str, Any]]:
+        """The executable and the compiler options used: from the program cache
+        (:mod:`hwbench.core.engines.program_cache`: no tracing) where it holds this program, else
+        traced and compiled (and kept there, when compiled afresh). The executable is None where
+        ``finite_state`` was asked and the traced step does not keep the state finite."""
+        cache = ProgramCache.from_env()
+        key = self._program_key(finite_state) if cache is not None else None
+        if cache is None or key is None:
+            return self._trace_and_compile(state0, finite_state=finite_state)
+        found = cache.load(key[0])
+        if found is not None:
+            self.cached_programs += 1
+            return found.compiled, dict(found.notes["compiler_options"])
+        lowered = self._lower(state0, finite_state=finite_state, name=unique_name("program"))
+        if lowered is None:  # (no finite-state program for this step: nothing to compile)
+            cache.store(*key, None, {"compiler_options": {}})
+            return None, {}
+        with fresh_compile() as fresh:
+            compiled, options = self._compile_lowered(lowered)
+        if fresh():
+            cache.store(*key, compiled, {"compiler_options": options})
+        return compiled, options
+
+    def _trace_and_compile(self, state0: Any, *, finite_state: bool = False) -> tuple[Any, dict[str, Any]]:
         """Lower with abstract shapes and compile once; returns (executable, options used).
 
         ``finite_state``: trace with the ops assuming a finite loaded state (FiniteStateOps); the
         executable is None (nothing compiled) where the traced step does not keep it finite.
         """
+        lowered = self._lower(state0, finite_state=finite_state)
+        return (None, {}) if lowered is None else self._compile_lowered(lowered)
+
+    def _lower(self, state0: Any, *, finite_state: bool = False, name: str | None = None) -> Any:
+        """The program traced and lowered with abstract shapes (None: ``finite_state`` was asked
+        and the traced step does not keep the state finite). ``name``: the program's name in the
+        lowered text (default ``_program``)."""
         import jax
         import numpy as np
 
@@ -507,7 +545,15 @@ class JaxExecutor(Executor):
         if finite_state:
             self.ops.assume_finite_state, self.ops.finite_state_kept = True, False
         try:
-            lowered = jax.jit(self._program, donate_argnums=(0,)).lower(
+            program: Any = self._program
+            if name is not None:
+
+                def renamed(*args: Any) -> Any:
+                    return self._program(*args)
+
+                renamed.__name__ = renamed.__qualname__ = name
+                program = renamed
+            lowered = jax.jit(program, donate_argnums=(0,)).lower(
                 jax.tree_util.tree_map(spec, state0),
                 {k: spec(v) for k, v in inputs.items()},
                 {k: spec(v) for k, v in self._fparams_host.items()},
@@ -519,7 +565,12 @@ class JaxExecutor(Executor):
             if finite_state:
                 self.ops.assume_finite_state = False
         if finite_state and not self.ops.finite_state_kept:
-            return None, {}
+            return None
+        return lowered
+
+    def _compile_lowered(self, lowered: Any) -> tuple[Any, dict[str, Any]]:
+        """Compile with the tuning's XLA options, else the defaults (dropping any this XLA build
+        does not know); returns (executable, options used)."""
         if self.tuning.compiler_options is not None:
             return lowered.compile(dict(self.tuning.compiler_options) or None), dict(self.tuning.compiler_options)
         options = dict(DEFAULT_COMPILER_OPTIONS)
@@ -531,6 +582,32 @@ class JaxExecutor(Executor):
                 if not unknown:
                     raise
                 options = {k: v for k, v in options.items() if k not in unknown}
+
+    def _program_key(self, finite_state: bool) -> tuple[str, dict[str, Any]] | None:
+        """The program cache's key of this build's program (None: the ops cannot say what they
+        trace to, so it is not cached). Everything the trace reads: kernel, workload, ops, dtype,
+        sampling, chunking, tuning (:func:`program_key` adds the environment)."""
+        ops_key = trace_key_of(self.ops)
+        if ops_key is None:
+            return None
+        w = self.workload
+        return program_key(
+            {
+                "engine": "jax",
+                "kernel": self.kernel.name,
+                "kernel_code_sha256": code_fingerprint(self.kernel),
+                "kernel_state_sha256": digest(vars(self.kernel)),
+                "workload_sha256": digest({"params": w.params, "arrays": w.arrays, "state0": w.state0}),
+                "ops": ops_key,
+                "ops_code_sha256": code_fingerprint(self.ops),
+                "dtype": str(self.dtype),
+                "sample_every": self.sample_every,
+                "chunk_blocks": self.chunk_blocks,
+                "tuning": asdict(self.tuning),
+                "compiler_options": DEFAULT_COMPILER_OPTIONS,
+                "finite_state": finite_state,
+            }
+        )
 
     # --------------------------------------------------------------------------- run
     def run(self, state: Any, inputs: dict[str, Any], nsamples: int) -> RunOutput:
