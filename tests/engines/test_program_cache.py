@@ -129,7 +129,16 @@ def test_a_plain_jax_build_is_cached_too(programs: Path, traced: list[bool]) -> 
 
 @pytest.mark.parametrize(
     "change",
-    ["sample_every", "profile", "workload parameter", "seed", "kernel source", "hwbench source", "hwbench version"],
+    [
+        "sample_every",
+        "profile",
+        "workload parameter",
+        "seed",
+        "kernel source",
+        "hwbench source",
+        "hwbench version",
+        "FMA route",
+    ],
 )
 def test_anything_the_trace_depends_on_gives_another_entry(
     programs: Path, traced: list[bool], monkeypatch: pytest.MonkeyPatch, change: str
@@ -149,6 +158,8 @@ def test_anything_the_trace_depends_on_gives_another_entry(
         monkeypatch.setattr(disk_cache, "_class_fingerprint", lambda classes: "changed source")
     elif change == "hwbench source":
         monkeypatch.setattr(program_cache, "package_fingerprint", lambda package: "changed source")
+    elif change == "FMA route":  # HWBENCH_FMA=binary64 traces the FMA another way
+        monkeypatch.setenv("HWBENCH_FMA", "binary64")
     else:
         monkeypatch.setattr(hwbench, "__version__", "0.0.0-other")
     assert groq(work, **kwargs).cached_programs == 0

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import numbers
 import operator
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,7 @@ from hwbench.accuracy.numerics.event_counts import EventTally
 from hwbench.accuracy.numerics.fast_rounding import StreamRounder, fast_rounder
 from hwbench.accuracy.numerics.formats import FORMATS, FixedFormat, FloatFormat, RoundingMode, float_format
 from hwbench.accuracy.numerics.native_fp32 import (
+    FMA_ENV,
     clamp,
     fma_salt,
     fused_multiply_add,
@@ -301,6 +303,10 @@ class EmulatingOps:
             "carrier": self._carrier,
             "counters": list(self.counter_names),
             "seed": self._seed,
+            # the FMA route: the variable forces one; "auto" follows the start-up probe, a
+            # function of the host CPU and jaxlib, both in the key already (not run here: a hit
+            # would pay its ~0.3 s)
+            "fma": os.environ.get(FMA_ENV, "auto"),
         }
 
     @property
