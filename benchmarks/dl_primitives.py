@@ -2,8 +2,10 @@
 
 1. gemm_k4 (2560^3) fp32 on the CPU: each hwbench engine (numpy, JAX, TensorFlow) vs numpy's BLAS called directly (goal:
    the fastest engine within 10 %), and the fraction of the host's derived fp32 peak.
-2. Emulated TF32 GEMM (the A100 TensorRT profile: operands rounded to TF32, one native fp32
-   product) vs the native fp32 run on the same engine (goal <= 1.3x).
+2. Emulated TF32 GEMM by operand rounding (the A100 TensorRT profile without its tensor-core
+   model: operands rounded to TF32, one native fp32 product) vs the native fp32 run on the same
+   engine (goal <= 1.3x). The DL audit now runs the a100 / h100 GEMMs on the block-FMA model of
+   their tensor cores (numpy only, far slower); that model is not timed here.
 3. Emulated TPU HIGH (bf16x3: split, three native fp32 products) vs native fp32 (goal <= 4x).
 
 Emulation cost is O(inputs) — 2 x 2560^2 roundings against 2560^3 multiply-adds — because
@@ -53,8 +55,17 @@ def round_robin(contenders: dict[str, Callable[[], Any]], repeats: int) -> dict[
     return best
 
 
+def operand_rounding(profile: Any) -> Any:
+    """The profile's GEMM as operand rounding (operands rounded to the input format, one native fp32
+    product): the a100 profiles now put their GEMMs on the tensor core's block-FMA model
+    (``matrix_unit``), which this approximation is measured against."""
+    params = {k: v for k, v in profile.parameters.items() if k != "matrix_unit"}
+    return profile.model_copy(update={"parameters": params, "name": profile.name + "-operand-rounding"})
+
+
 def contenders(n: int) -> dict[str, Callable[[], Any]]:
-    """numpy's BLAS called directly, each engine's native fp32 GEMM and the two emulated modes."""
+    """numpy's BLAS called directly, each engine's native fp32 GEMM and the emulated modes (each
+    called once here: an engine that cannot run one is reported, not timed)."""
     registry = get_registry()
     kernel = GemmKernel()
     wl = kernel.make_workload(n, m=n, k=n, seed=0)
@@ -65,13 +76,20 @@ def contenders(n: int) -> dict[str, Callable[[], Any]]:
             out[f"hwbench {engine} fp32"] = execute.runner(kernel, wl, engine, "float32")
         except UnavailableError as exc:  # TensorFlow not installed
             print(f"  ({engine}: not measured: {exc})")
-    for device, mode, label in (("a100", "tensorrt", "TF32"), ("tpu-v3", "high", "TPU HIGH bf16x3")):
-        wrap = ops_wrapper(candidate_profile(registry, DLCandidate(device, mode)), 0)
+    emulated = (
+        (operand_rounding(candidate_profile(registry, DLCandidate("a100", "tensorrt"))), "TF32"),
+        (candidate_profile(registry, DLCandidate("tpu-v3", "high")), "TPU HIGH bf16x3"),
+    )
+    for profile, label in emulated:
+        wrap = ops_wrapper(profile, 0)
         for engine in ("numpy", "jax"):
             try:
-                out[f"hwbench {engine} {label} (emulated)"] = execute.runner(kernel, wl, engine, "float32", wrap)
+                run = execute.runner(kernel, wl, engine, "float32", wrap)
+                run()
             except Exception as exc:  # an engine the emulation cannot trace: say so, keep the others
                 print(f"  ({engine} {label}: not measured: {exc.__class__.__name__}: {exc})")
+                continue
+            out[f"hwbench {engine} {label} (emulated)"] = run
     return out
 
 
