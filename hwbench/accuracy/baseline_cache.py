@@ -33,14 +33,11 @@ write the least recently used entries (by last read or write) go until the cache
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import os
-import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -50,14 +47,12 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from hwbench.core.disk_cache import code_fingerprint, digest, package_fingerprint, parse_size
+from hwbench.core.disk_cache import OFF, EntryFolder, code_fingerprint, digest, package_fingerprint, parse_size
 from hwbench.core.scenario import Checkpoint, Trace
 
 FORMAT: Final = "hwbench.baseline-cache/1"
 DEFAULT_SIZE = "2G"
-OFF = ("0", "off", "false", "no")
 ENGINE_DISTRIBUTIONS = ("numpy", "jax", "jaxlib", "ml_dtypes", "tensorflow", "tensorflow-cpu", "onnx", "onnxruntime")
-_STALE_TMP_S = 3600.0  # a temporary directory this old was left by a crashed writer
 
 
 class EntryMeta(BaseModel):
@@ -235,11 +230,8 @@ def default_root() -> Path:
 
 
 @dataclass(frozen=True)
-class BaselineCache:
+class BaselineCache(EntryFolder):
     """A folder of verified baseline traces, LRU-evicted down to ``max_bytes``."""
-
-    root: Path
-    max_bytes: int
 
     @classmethod
     def from_env(cls) -> BaselineCache | None:
@@ -311,82 +303,9 @@ class BaselineCache:
             layout=layout,
         )
         try:
-            return self._write(key, payload, meta)
+            return self._write(key, {"payload.npz": payload, "meta.json": meta.model_dump_json().encode()})
         except OSError:
             return False
-
-    def _write(self, key: str, payload: bytes, meta: EntryMeta) -> bool:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".tmp-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
-            (tmp / "payload.npz").write_bytes(payload)
-            (tmp / "meta.json").write_text(meta.model_dump_json())
-            try:
-                os.rename(tmp, self.root / key)
-            except OSError:
-                if not (self.root / key / "meta.json").exists():
-                    raise
-                # another audit wrote this entry first: theirs is as good (same key, same run)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        self.evict()
-        return True
-
-    def entries(self) -> list[tuple[float, int, Path]]:
-        """(last use, bytes, path) of every entry, least recently used first."""
-        out: list[tuple[float, int, Path]] = []
-        if not self.root.is_dir():
-            return out
-        for entry in self.root.iterdir():
-            if entry.name.startswith("."):
-                continue
-            try:
-                used = (entry / "meta.json").stat().st_mtime
-                size = sum(f.stat().st_size for f in entry.iterdir())
-            except OSError:
-                continue
-            out.append((used, size, entry))
-        return sorted(out)
-
-    def evict(self) -> int:
-        """Remove least recently used entries until the cache fits its limit; returns how many went."""
-        self._sweep_tmp()
-        entries = self.entries()
-        total = sum(size for _, size, _ in entries)
-        removed = 0
-        for _, size, entry in entries:
-            if total <= self.max_bytes:
-                break
-            self._discard(entry)
-            total -= size
-            removed += 1
-        return removed
-
-    def _discard(self, entry: Path) -> None:
-        """Rename the entry away (atomic: readers see it whole or not at all), then delete it."""
-        trash = self.root / f".trash-{entry.name[:16]}-{uuid.uuid4().hex[:8]}"
-        try:
-            os.rename(entry, trash)
-        except OSError:
-            return  # already gone (another audit evicted or discarded it)
-        shutil.rmtree(trash, ignore_errors=True)
-
-    def _sweep_tmp(self) -> None:
-        """Delete temporary folders left by writers that died (older than an hour)."""
-        now = time.time()
-        for tmp in self.root.glob(".tmp-*"):
-            try:
-                if now - tmp.stat().st_mtime > _STALE_TMP_S:
-                    shutil.rmtree(tmp, ignore_errors=True)
-            except OSError:
-                continue
-
-    @staticmethod
-    def _touch(entry: Path) -> None:
-        """Mark the entry used now (eviction is by last use; file systems mounted noatime keep no atime)."""
-        with contextlib.suppress(OSError):
-            os.utime(entry / "meta.json")
 
 
 def _jsonable(value: Any) -> Any:

@@ -9,11 +9,16 @@ JAX engine's program cache (:mod:`hwbench.core.engines.program_cache`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+OFF = ("0", "off", "false", "no")  # values of a cache's variable that turn it off
+STALE_TMP_S = 3600.0  # a temporary folder this old was left by a writer that died
 
 
 def _feed(h: Any, obj: Any) -> None:
@@ -113,3 +118,98 @@ def parse_size(text: str) -> int:
     if not value >= 0:
         raise ValueError(f"a size in bytes, optionally with K, M or G (e.g. 2G, 500M), got {text!r}")
     return int(value * scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryFolder:
+    """A folder of cache entries: one sub-folder per key holding ``meta.json`` and its payload file,
+    written atomically (a private folder renamed into place: readers see an entry whole or not at
+    all, and a second writer keeps the first's), LRU-evicted down to ``max_bytes`` (last use is the
+    mtime of ``meta.json``, touched when read: file systems mounted noatime keep no atime)."""
+
+    root: Path
+    max_bytes: int
+
+    def _write(self, key: str, files: dict[str, bytes]) -> bool:
+        """Put ``files`` (name: bytes) under ``key``; raises OSError (the callers' cache then
+        simply holds nothing: a result never depends on it)."""
+        import shutil
+        import uuid
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".tmp-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            for name, data in files.items():
+                (tmp / name).write_bytes(data)
+            try:
+                os.rename(tmp, self.root / key)
+            except OSError:
+                if not (self.root / key / "meta.json").exists():
+                    raise
+                # another process wrote this entry first: theirs is as good (same key, same content)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.evict()
+        return True
+
+    def entries(self) -> list[tuple[float, int, Path]]:
+        """(last use, bytes, path) of every entry, least recently used first."""
+        out: list[tuple[float, int, Path]] = []
+        if not self.root.is_dir():
+            return out
+        for entry in self.root.iterdir():
+            if entry.name.startswith("."):
+                continue
+            try:
+                used = (entry / "meta.json").stat().st_mtime
+                size = sum(f.stat().st_size for f in entry.iterdir())
+            except OSError:
+                continue
+            out.append((used, size, entry))
+        return sorted(out)
+
+    def evict(self) -> int:
+        """Remove least recently used entries until the folder fits its limit; returns how many went."""
+        self._sweep_tmp()
+        entries = self.entries()
+        total = sum(size for _, size, _ in entries)
+        removed = 0
+        for _, size, entry in entries:
+            if total <= self.max_bytes:
+                break
+            self._discard(entry)
+            total -= size
+            removed += 1
+        return removed
+
+    def _discard(self, entry: Path) -> None:
+        """Rename the entry away (atomic: readers see it whole or not at all), then delete it."""
+        import shutil
+        import uuid
+
+        trash = self.root / f".trash-{entry.name[:16]}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(entry, trash)
+        except OSError:
+            return  # already gone (another process evicted or discarded it)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def _sweep_tmp(self) -> None:
+        """Delete temporary folders left by writers that died (older than ``STALE_TMP_S``)."""
+        import shutil
+        import time
+
+        now = time.time()
+        for tmp in self.root.glob(".tmp-*"):
+            try:
+                if now - tmp.stat().st_mtime > STALE_TMP_S:
+                    shutil.rmtree(tmp, ignore_errors=True)
+            except OSError:
+                continue
+
+    @staticmethod
+    def _touch(entry: Path) -> None:
+        """Mark the entry used now (eviction is by last use)."""
+        with contextlib.suppress(OSError):
+            os.utime(entry / "meta.json")

@@ -46,14 +46,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from hwbench.core.disk_cache import package_fingerprint, parse_size
+from hwbench.core.disk_cache import OFF, EntryFolder, package_fingerprint, parse_size
 from hwbench.core.errors import UsageError
 from hwbench.core.host import host_cpu
 
 FORMAT: Final = "hwbench.program-cache/1"
 DEFAULT_SIZE = "1G"
-OFF = ("0", "off", "false", "no")
-_STALE_TMP_S = 3600.0  # a temporary directory this old was left by a crashed writer
 # JAX settings that change what a step traces to (dtype promotion, default matmul precision, ...)
 JAX_SETTINGS = (
     "jax_default_matmul_precision",
@@ -133,11 +131,8 @@ class Program:
 
 
 @dataclass(frozen=True)
-class ProgramCache:
+class ProgramCache(EntryFolder):
     """A folder of verified compiled programs, LRU-evicted down to ``max_bytes``."""
-
-    root: Path
-    max_bytes: int
 
     @classmethod
     def from_env(cls) -> ProgramCache | None:
@@ -217,86 +212,9 @@ class ProgramCache:
         }
         try:
             text = json.dumps(meta, default=repr)
-            return self._write(key, payload, text)
+            return self._write(key, {"program.bin": payload, "meta.json": text.encode()})
         except OSError:
             return False
-
-    def _write(self, key: str, payload: bytes, meta: str) -> bool:
-        import shutil
-        import uuid
-
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".tmp-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
-            (tmp / "program.bin").write_bytes(payload)
-            (tmp / "meta.json").write_text(meta)
-            try:
-                os.rename(tmp, self.root / key)
-            except OSError:
-                if not (self.root / key / "meta.json").exists():
-                    raise
-                # another process wrote this entry first: theirs is as good (same key, same program)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        self.evict()
-        return True
-
-    def entries(self) -> list[tuple[float, int, Path]]:
-        """(last use, bytes, path) of every entry, least recently used first."""
-
-        out: list[tuple[float, int, Path]] = []
-        if not self.root.is_dir():
-            return out
-        for entry in self.root.iterdir():
-            if entry.name.startswith("."):
-                continue
-            try:
-                used = (entry / "meta.json").stat().st_mtime
-                size = sum(f.stat().st_size for f in entry.iterdir())
-            except OSError:
-                continue
-            out.append((used, size, entry))
-        return sorted(out)
-
-    def evict(self) -> int:
-        """Remove least recently used entries until the cache fits its limit; returns how many went."""
-        import shutil
-        import time
-
-        now = time.time()
-        for tmp in self.root.glob(".tmp-*"):  # left by writers that died
-            with contextlib.suppress(OSError):
-                if now - tmp.stat().st_mtime > _STALE_TMP_S:
-                    shutil.rmtree(tmp, ignore_errors=True)
-        entries = self.entries()
-        total = sum(size for _, size, _ in entries)
-        removed = 0
-        for _, size, entry in entries:
-            if total <= self.max_bytes:
-                break
-            self._discard(entry)
-            total -= size
-            removed += 1
-        return removed
-
-    def _discard(self, entry: Path) -> None:
-        """Rename the entry away (atomic: readers see it whole or not at all), then delete it."""
-        import shutil
-        import uuid
-
-        trash = self.root / f".trash-{entry.name[:16]}-{uuid.uuid4().hex[:8]}"
-        try:
-            os.rename(entry, trash)
-        except OSError:
-            return  # already gone
-        shutil.rmtree(trash, ignore_errors=True)
-
-    @staticmethod
-    def _touch(entry: Path) -> None:
-        """Mark the entry used now (eviction is by last use)."""
-        with contextlib.suppress(OSError):
-            os.utime(entry / "meta.json")
 
 
 def _serialize(compiled: Any) -> bytes:
