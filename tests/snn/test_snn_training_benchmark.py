@@ -34,6 +34,7 @@ def test_against_head_times_both_steps_round_robin() -> None:
     proc = _run("--against", "HEAD", "--batch", "8", "--repeats", "1", "--rounds", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert set(out["images_per_s"]) == {"hwbench", "hwbench_against"}
+    assert set(out["images_per_s"]) == {"hwbench", "hwbench_one_shard", "hwbench_against"}
     assert all(v > 0 for v in out["images_per_s"].values())
     assert out["ratios"]["hwbench / hwbench at HEAD"] > 0
+    assert out["ratios"]["hwbench / hwbench in one shard (data parallel on threads)"] > 0
