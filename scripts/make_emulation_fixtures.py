@@ -15,6 +15,7 @@ have nothing to freeze. Since issue 30, a100 cuda-fp32 and ipu fp32 emulate (FMA
 exp and division error models) instead of compiling the native program.
 
     python scripts/make_emulation_fixtures.py            # writes tests/data/emulation_fixtures.npz
+    python scripts/make_emulation_fixtures.py --out /tmp/new.npz   # elsewhere, to compare first
 
 Regenerate only when a change is *meant* to alter emulated results, and say why in the commit.
 """
@@ -111,7 +112,17 @@ def run_case(case: ModeCase) -> dict[str, np.ndarray]:
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = FIXTURES.relative_to(ROOT)
+    parser.add_argument("--out", type=Path, default=FIXTURES, help=f"the .npz to write (default: {default})")
+    args = parser.parse_args(argv)
+    out: Path = args.out
+    if out.suffix != ".npz" or out.is_dir() or not out.parent.is_dir():
+        parser.error(f"--out: a .npz file in an existing folder, got {out}")
     arrays: dict[str, np.ndarray] = {}
     for case in CASES:
         result = run_case(case)
@@ -120,9 +131,10 @@ def main() -> int:
         print(f"{case.key:<32} spikes {spikes:4d}  final state finite: {finite}", file=sys.stderr)
         for name, value in result.items():
             arrays[f"{case.key}/{name}"] = value
-    FIXTURES.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(FIXTURES, **arrays)
-    print(f"wrote {FIXTURES.relative_to(ROOT)} ({len(CASES)} cases)", file=sys.stderr)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp.npz")  # the old file stays whole until the new one is
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, out)
+    print(f"wrote {out} ({len(CASES)} cases)", file=sys.stderr)
     return 0
 
 
