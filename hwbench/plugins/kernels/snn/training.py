@@ -72,6 +72,12 @@ class TrainConfig:
             raise UsageError("lr must be positive and weight_decay non-negative")
 
     @property
+    def loss_scale(self) -> float:
+        """fp16's static loss scale (1 otherwise): the loss is multiplied by it before the
+        gradients are taken, and the summed gradients divided by it before the update."""
+        return FP16_LOSS_SCALE if self.precision == "fp16" else 1.0
+
+    @property
     def master_dtype(self) -> np.dtype:
         return np.dtype(np.float64 if self.precision == "fp64" else np.float32)
 
@@ -236,11 +242,9 @@ def shard_grads(
     import jax
     import jax.numpy as jnp
 
-    scale = FP16_LOSS_SCALE if cfg.precision == "fp16" else 1.0
     loss_dtype = jnp.float64 if cfg.precision == "fp64" else jnp.float32
     f = partial(loss_fn, ops=ops, spec=cfg.spec, loss_dtype=loss_dtype, fast=fast)
-    loss, grads = jax.value_and_grad(lambda p: f(p, x, onehot) * (weight * scale))(params)
-    return loss, grads
+    return jax.value_and_grad(lambda p: f(p, x, onehot) * (weight * cfg.loss_scale))(params)
 
 
 def apply_grads(
@@ -251,7 +255,7 @@ def apply_grads(
     import jax
     import jax.numpy as jnp
 
-    scale = FP16_LOSS_SCALE if cfg.precision == "fp16" else 1.0
+    scale = cfg.loss_scale
     loss = reduce(operator.add, losses)
     total = {k: reduce(operator.add, [g[k].astype(cfg.master_dtype) for g in grads]) / scale for k in grads[0]}
     new, new_st = adamw(params, total, st, cfg)
