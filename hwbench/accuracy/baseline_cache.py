@@ -47,7 +47,15 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from hwbench.core.disk_cache import OFF, EntryFolder, code_fingerprint, digest, package_fingerprint, parse_size
+from hwbench.core.disk_cache import (
+    OFF,
+    EntryFolder,
+    code_fingerprint,
+    digest,
+    package_fingerprint,
+    payload_intact,
+    size_from_env,
+)
 from hwbench.core.scenario import Checkpoint, Trace
 
 FORMAT: Final = "hwbench.baseline-cache/1"
@@ -238,16 +246,9 @@ class BaselineCache(EntryFolder):
         """The cache the environment names (None when ``HWBENCH_BASELINE_CACHE`` is ``off``).
 
         A bad ``HWBENCH_BASELINE_CACHE_SIZE`` is a UsageError naming the variable."""
-        from hwbench.core.errors import UsageError
-
         if os.environ.get("HWBENCH_BASELINE_CACHE", "").lower() in OFF:
             return None
-        raw = os.environ.get("HWBENCH_BASELINE_CACHE_SIZE") or DEFAULT_SIZE
-        try:
-            size = parse_size(raw)
-        except ValueError as exc:
-            raise UsageError(f"HWBENCH_BASELINE_CACHE_SIZE: {exc}") from None
-        return cls(default_root(), size)
+        return cls(default_root(), size_from_env("HWBENCH_BASELINE_CACHE_SIZE", DEFAULT_SIZE))
 
     def load(self, key: str) -> Trace | None:
         """The trace stored under ``key``, verified; None on a miss. A corrupt entry is removed."""
@@ -260,11 +261,7 @@ class BaselineCache(EntryFolder):
         except (OSError, ValidationError, ValueError):
             self._discard(entry)
             return None
-        if (
-            meta.key != key
-            or len(payload) != meta.payload_bytes
-            or hashlib.sha256(payload).hexdigest() != meta.payload_sha256
-        ):
+        if meta.key != key or not payload_intact(payload, meta.payload_bytes, meta.payload_sha256):
             self._discard(entry)
             return None
         try:

@@ -105,6 +105,24 @@ def package_fingerprint(package: str) -> str:
     return h.hexdigest()
 
 
+def size_from_env(variable: str, default: str) -> int:
+    """A cache's size limit in bytes from ``$variable`` (else ``default``); a bad value is a
+    UsageError naming the variable."""
+    from hwbench.core.errors import UsageError
+
+    try:
+        return parse_size(os.environ.get(variable) or default)
+    except ValueError as exc:
+        raise UsageError(f"{variable}: {exc}") from None
+
+
+def payload_intact(payload: bytes, size: int, sha256: str) -> bool:
+    """Whether an entry's payload is the one its ``meta.json`` describes (length and SHA-256)."""
+    import hashlib
+
+    return len(payload) == size and hashlib.sha256(payload).hexdigest() == sha256
+
+
 def parse_size(text: str) -> int:
     """Bytes from ``"2G"``, ``"500M"``, ``"64K"`` or a plain number; a ValueError says what is allowed."""
     units = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}

@@ -27,8 +27,9 @@ from hypothesis.extra import numpy as hnp
 import hwbench
 from hwbench.accuracy import baseline_cache
 from hwbench.accuracy.audit import AuditSettings, Candidate
-from hwbench.accuracy.baseline_cache import BaselineCache, parse_size
+from hwbench.accuracy.baseline_cache import BaselineCache
 from hwbench.accuracy.report import AuditReport
+from hwbench.core.disk_cache import parse_size
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import get_registry
 from hwbench.core.scenario import Checkpoint, Trace

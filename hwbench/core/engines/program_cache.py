@@ -46,8 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from hwbench.core.disk_cache import OFF, EntryFolder, package_fingerprint, parse_size
-from hwbench.core.errors import UsageError
+from hwbench.core.disk_cache import OFF, EntryFolder, package_fingerprint, payload_intact, size_from_env
 from hwbench.core.host import host_cpu
 
 FORMAT: Final = "hwbench.program-cache/1"
@@ -148,16 +147,10 @@ class ProgramCache(EntryFolder):
             return None
         if not getattr(jax.config, "jax_enable_compilation_cache", False):
             return None
-        raw = os.environ.get("HWBENCH_PROGRAM_CACHE_SIZE") or DEFAULT_SIZE
-        try:
-            size = parse_size(raw)
-        except ValueError as exc:
-            raise UsageError(f"HWBENCH_PROGRAM_CACHE_SIZE: {exc}") from None
-        return cls(default_root(jax_cache), size)
+        return cls(default_root(jax_cache), size_from_env("HWBENCH_PROGRAM_CACHE_SIZE", DEFAULT_SIZE))
 
     def load(self, key: str) -> Program | None:
         """The program stored under ``key``, verified and loaded; None on a miss. A damaged entry is removed."""
-        import hashlib
         import json
 
         entry = self.root / key
@@ -173,8 +166,7 @@ class ProgramCache(EntryFolder):
             ok = (
                 meta["format"] == FORMAT
                 and meta["key"] == key
-                and len(payload) == meta["payload_bytes"]
-                and hashlib.sha256(payload).hexdigest() == meta["payload_sha256"]
+                and payload_intact(payload, meta["payload_bytes"], meta["payload_sha256"])
             )
             compiled = _deserialize(payload) if ok and payload else None
             program = Program(compiled, dict(meta["notes"])) if ok else None
