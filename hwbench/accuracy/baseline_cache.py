@@ -23,9 +23,9 @@ into place in one step; when two audits write the same entry, the second rename 
 complete entry and keeps it (both succeed). Eviction renames an entry away before deleting it, so
 a reader sees a whole entry or none.
 
-Location: ``$HWBENCH_BASELINE_CACHE``, else ``$HWBENCH_CACHE_DIR/baselines`` (next to the JAX
-compilation cache, :mod:`hwbench.core.engines.jax_cache`), else ``$XDG_CACHE_HOME/hwbench/baselines``,
-else ``~/.cache/hwbench/baselines``.
+Location: ``$HWBENCH_BASELINE_CACHE``, else ``baselines`` in hwbench's cache folder, next to the JAX
+compilation cache (:func:`hwbench.core.disk_cache.cache_root`: ``$HWBENCH_CACHE_DIR``, else
+``$XDG_CACHE_HOME/hwbench``, else ``~/.cache/hwbench``).
 ``HWBENCH_BASELINE_CACHE=off`` turns it off, as ``hwbench audit --no-cache`` does for one audit.
 Size limit: ``$HWBENCH_BASELINE_CACHE_SIZE`` (bytes, or with a K/M/G suffix; default 2G); after each
 write the least recently used entries (by last read or write) go until the cache fits.
@@ -50,6 +50,7 @@ from pydantic import BaseModel, Field, ValidationError
 from hwbench.core.disk_cache import (
     OFF,
     EntryFolder,
+    cache_root,
     code_fingerprint,
     digest,
     package_fingerprint,
@@ -225,16 +226,12 @@ def _trace(meta: EntryMeta, payload: bytes) -> Trace:
 
 
 def default_root() -> Path:
-    """``$HWBENCH_BASELINE_CACHE``, else ``baselines`` in hwbench's cache folder: ``$HWBENCH_CACHE_DIR``
-    (where the JAX compilation cache lives too), else ``$XDG_CACHE_HOME/hwbench``, else ``~/.cache/hwbench``."""
+    """``$HWBENCH_BASELINE_CACHE``, else ``baselines`` in hwbench's cache folder
+    (:func:`hwbench.core.disk_cache.cache_root`, where the JAX compilation cache lives too)."""
     explicit = os.environ.get("HWBENCH_BASELINE_CACHE")
     if explicit and explicit.lower() not in OFF:
         return Path(explicit).expanduser()
-    base = os.environ.get("HWBENCH_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "hwbench")
-    return Path(base) / "baselines"
+    return cache_root() / "baselines"
 
 
 @dataclass(frozen=True)

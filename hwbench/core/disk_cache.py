@@ -105,6 +105,16 @@ def package_fingerprint(package: str) -> str:
     return h.hexdigest()
 
 
+def cache_root() -> Path:
+    """hwbench's cache folder, which every on-disk cache sits in unless its own variable says
+    otherwise: ``$HWBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/hwbench``, else ``~/.cache/hwbench``."""
+    base = os.environ.get("HWBENCH_CACHE_DIR")
+    if base:
+        return Path(base).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "hwbench"
+
+
 def size_from_env(variable: str, default: str) -> int:
     """A cache's size limit in bytes from ``$variable`` (else ``default``); a bad value is a
     UsageError naming the variable."""

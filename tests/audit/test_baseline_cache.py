@@ -341,3 +341,22 @@ def test_a_sweep_cell_with_no_cache_neither_reads_nor_writes(cache_dir: Path) ->
     flags = {r["label"]: r["from_cache"] for p in on.report["protocols"] for r in p["runs"]}
     assert flags == {"reference": True, "gold (CPU fp64)": True, "ensemble: reversed order": True,
                      "ensemble: +1 ulp V0": True, "groq [default]": False}  # fmt: skip
+
+
+def test_every_cache_sits_in_hwbench_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The JAX compilation cache, the program cache beside it and the baseline cache share one
+    folder, found the same way (the JAX cache once ignored ``XDG_CACHE_HOME``)."""
+    from hwbench.core.engines import jax_cache
+    from hwbench.core.engines.program_cache import default_root as program_root
+
+    for var in ("HWBENCH_BASELINE_CACHE", "HWBENCH_CACHE_DIR", "HWBENCH_PROGRAM_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for base in (tmp_path / "home" / ".cache" / "hwbench", tmp_path / "xdg" / "hwbench", tmp_path / "hw"):
+        if base.parent.name == "xdg":
+            monkeypatch.setenv("XDG_CACHE_HOME", str(base.parent))
+        if base.name == "hw":
+            monkeypatch.setenv("HWBENCH_CACHE_DIR", str(base))
+        assert jax_cache.cache_dir() == base / "jax"
+        assert program_root(str(jax_cache.cache_dir())) == base / "programs"
+        assert BaselineCache.from_env() == BaselineCache(base / "baselines", 2 << 30)

@@ -2,8 +2,8 @@
 
 Compiled executables are keyed by the HLO (connectivity closed over as constants included), the
 compile options and the jax/jaxlib version, so a hit is always the same program. The cache lives
-in ``$HWBENCH_CACHE_DIR/jax`` (default ``~/.cache/hwbench/jax``); ``HWBENCH_JAX_CACHE=0`` turns it
-off.
+in ``jax`` in hwbench's cache folder (:func:`hwbench.core.disk_cache.cache_root`: ``$HWBENCH_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/hwbench``, else ``~/.cache/hwbench``); ``HWBENCH_JAX_CACHE=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hwbench.core.disk_cache import cache_root
+
 _enabled: bool | None = None
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("HWBENCH_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "hwbench")
-    return Path(base) / "jax"
+    return cache_root() / "jax"
 
 
 def enable_compilation_cache() -> bool:

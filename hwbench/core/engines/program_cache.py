@@ -29,7 +29,7 @@ writes it): like JAX's compilation cache, which holds machine code, it is truste
 user's own files are.
 
 Location: ``$HWBENCH_PROGRAM_CACHE``, else ``programs`` next to JAX's compilation cache
-(``$HWBENCH_CACHE_DIR/programs``, default ``~/.cache/hwbench/programs``). On wherever JAX's
+(in hwbench's cache folder, :func:`hwbench.core.disk_cache.cache_root`). On wherever JAX's
 compilation cache is (audits, runs and benches turn it on); off with ``HWBENCH_PROGRAM_CACHE=off``
 or with JAX's (``HWBENCH_JAX_CACHE=0``).
 Size limit: ``$HWBENCH_PROGRAM_CACHE_SIZE`` (bytes, or with a K/M/G suffix; default 1G); after
