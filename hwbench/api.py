@@ -23,7 +23,8 @@ See ``docs/plugin-authors.md`` for every signature with a worked example.
 
 Also in contract 3 (an addition, which alone would need no version bump): ``matrix_unit``,
 ``MatrixUnit``, ``MatrixUnitModel`` and ``MATRIX_UNITS``, the block-FMA matrix units of real GPUs
-(``docs/matrix-units.md``).
+(``docs/matrix-units.md``); and ``AuditContext.run_slot(cost)``, which a protocol holds while
+a run simulates, so that an audit's runs share the cores one per core, the costliest first.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ sweeps all call it (or build an :class:`Auditor`).
 
 from __future__ import annotations
 
+import importlib
+import os
 import time
 from functools import partial
 from typing import Any
@@ -39,6 +41,21 @@ from hwbench.core.audit_protocol import (
 from hwbench.core.audit_report import AuditReport, ProtocolReport, combine
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import Registry
+from hwbench.core.run_slots import RunSlots
+
+IMPORTED_BY_RUNS = (
+    "hwbench.accuracy.baseline_cache",
+    "hwbench.accuracy.numerics.emulate",
+    "hwbench.accuracy.numerics.fused_exchange",
+    "hwbench.core.engines.select",
+)
+"""Modules the runs import on first use (the baseline cache, the emulating ops of every emulated
+device, the engine choice), imported by :meth:`Auditor.run` on its own thread before the audit's
+threads start. Imported for the first time by several threads at once, a module can be seen half
+initialised by another (Python's per-module import locks give way where two imports wait on
+each other: "cannot import name 'emulating_ops'"), and CPython 3.11's parser, when two threads
+compile at once (no bytecode cached yet, or pytest rewriting the modules of a plugin's
+distribution), fails with "AST constructor recursion depth mismatch"."""
 
 __all__ = [
     "BASE_RUNS",
@@ -132,9 +149,14 @@ class Auditor:
 
         enable_compilation_cache()
         chosen = self.preflight(candidates)
+        for module in IMPORTED_BY_RUNS:
+            importlib.import_module(module)
         ctx = self.context(candidates)
+        threads = self.settings.threads
+        if threads != 1:  # one simulating run per core (or per thread asked for), the costliest first
+            ctx.slots = RunSlots(threads or os.cpu_count() or 1)
         # the protocols are independent (own scenario, baselines and candidates): run at once
-        runs = concurrently(self.settings.threads, [partial(protocol.run, ctx) for protocol in chosen])
+        runs = concurrently(threads, [partial(protocol.run, ctx) for protocol in chosen], ctx.slots)
         reports: list[ProtocolReport] = [report for run in runs for report in run]
         # the plots' data in the protocols' order, however the threads finished
         names = [p.name for p in chosen]

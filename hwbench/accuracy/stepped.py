@@ -17,11 +17,11 @@ the kernel's declared absolute floors, ``AuditFacts.floors``); the verdict rules
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -37,6 +37,7 @@ from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, Workload
 from hwbench.core.layout import pass_major_order
 from hwbench.core.protocol_facts import CONTRACT2_FLOORS
+from hwbench.core.run_slots import RunSlots, SlotsClosed
 from hwbench.core.runner import resolve_mode
 from hwbench.core.scenario import Scenario, Trace, run_scenario
 
@@ -355,7 +356,8 @@ class SteppedProtocol(AuditProtocol):
             lambda: ctx.baseline(key, lambda: self._execute_base(ctx, prefix, kernel, base)),
             lambda: self._execute_candidates(ctx, prefix, kernel, others),
         ]
-        return {label: trace for part in concurrently(ctx.settings.threads, parts) for label, trace in part.items()}
+        done = concurrently(ctx.settings.threads, parts, ctx.slots)
+        return {label: trace for part in done for label, trace in part.items()}
 
     def _execute_candidates(self, ctx: AuditContext, prefix: str, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
         """Run the candidates (and their dt/k runs), then locate each candidate's violation to its
@@ -398,39 +400,44 @@ class SteppedProtocol(AuditProtocol):
 
     def _execute(self, ctx: AuditContext, prefix: str, kernel: Kernel, jobs: list[Job]) -> dict[str, Trace]:
         """Build and run every job. Jobs that compile to the same program share one executor and run
-        one after another; different programs build and run in parallel threads (XLA releases the
-        GIL while compiling and executing, so every core works)."""
+        one after another; different programs build at once, a thread each (XLA releases the GIL
+        while compiling and executing), and simulate as the audit's run slots let them
+        (``ctx.run_slot``: one per core, the costliest waiting run first), unless
+        ``settings.threads`` caps the threads."""
         groups: dict[tuple[Any, ...], list[Job]] = {}
         for job in jobs:
             groups.setdefault(job.executor_key(), []).append(job)
-        workers = max(1, min(len(groups), ctx.settings.threads or os.cpu_count() or 1))
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:
-            results = list(pool.map(lambda group: run_group(ctx, prefix, kernel, group), groups.values()))
-        except BaseException:  # Ctrl-C or a failed group: the groups not yet started never start
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
-        return {label: trace for group in results for label, trace in group}
+        parts = [partial(run_group, ctx, prefix, kernel, group) for group in groups.values()]
+        done = concurrently(ctx.settings.threads, parts, ctx.slots)
+        return {label: trace for group in done for label, trace in group}
 
 
-def concurrently(threads: int | None, parts: list[Callable[[], T]]) -> list[T]:
-    """The result of every part, in order; the parts run at once (one thread each) unless
-    ``threads`` is 1.
+def concurrently(threads: int | None, parts: Sequence[Callable[[], T]], slots: RunSlots | None = None) -> list[T]:
+    """The result of every part, in order; the parts run at once (a thread each, at most
+    ``threads``) unless ``threads`` is 1.
 
     Why: a first audit's baselines (three programs), its candidates and its other protocols are
     independent; run one after the other they leave a core idle while the longest baseline (the
     fp64 gold) finishes and again while a candidate runs alone. XLA releases the GIL while it
-    compiles and executes, so the other parts fill those gaps. A failed part fails the whole (the
-    first failure in order is raised; the others are not waited for)."""
+    compiles and executes, so the other parts fill those gaps (the audit's run ``slots`` decide
+    which simulate). A failed part fails the whole: the first failure in order is raised, and the
+    slots are closed, so that no run still waiting for one starts; a part stopped that way
+    (:class:`SlotsClosed`) gives way to the failure that closed them."""
     if threads == 1 or len(parts) < 2:
         return [part() for part in parts]
-    pool = ThreadPoolExecutor(max_workers=len(parts))
+    pool = ThreadPoolExecutor(max_workers=min(len(parts), threads or len(parts)))
+    futures = [pool.submit(part) for part in parts]
     try:
-        futures = [pool.submit(part) for part in parts]
         results = [future.result() for future in futures]
-    except BaseException:
+    except BaseException as exc:
         pool.shutdown(wait=False, cancel_futures=True)
+        if slots is not None:
+            slots.close()
+        if isinstance(exc, SlotsClosed):
+            for future in futures:
+                cause = None if future.cancelled() else future.exception()
+                if cause is not None and not isinstance(cause, SlotsClosed):
+                    raise cause from None
         raise
     pool.shutdown()
     return results
@@ -456,17 +463,32 @@ def run_group(ctx: AuditContext, prefix: str, kernel: Kernel, group: list[Job]) 
     if probe.status == "unavailable":  # (candidates were checked; the CPU reference is checked here)
         raise UnavailableError(f"device '{first.device.name}' is unavailable here: {probe.reason}")
     out = []
-    for job in group:
-        trace = run_scenario(
-            executor, kernel, job.workload, job.scenario, label=job.label, check=state_checker(kernel),
-            progress=ticker(ctx, prefix + job.label, job.scenario.total_ms),
-        )  # fmt: skip
-        trace.setup_s = setup if job is first else 0.0
-        trace.execution = probe.status
-        trace.detail = executor.engine_name + (f" ({executor.detail})" if executor.detail else "")
-        trace.refine = job.refine
-        out.append((job.label, trace))
+    with ctx.run_slot(sum(map(run_cost, group))):
+        for job in group:
+            trace = run_scenario(
+                executor, kernel, job.workload, job.scenario, label=job.label, check=state_checker(kernel),
+                progress=ticker(ctx, prefix + job.label, job.scenario.total_ms),
+            )  # fmt: skip
+            trace.setup_s = setup if job is first else 0.0
+            trace.execution = probe.status
+            trace.detail = executor.engine_name + (f" ({executor.detail})" if executor.detail else "")
+            trace.refine = job.refine
+            out.append((job.label, trace))
     return out
+
+
+FP64_COST = 2.6
+"""An fp64 run's CPU time over an fp32 run's (io-ehh on JAX: the gold 13.6 CPU-s, the reference 5.2)."""
+CANDIDATE_COST = 1.5
+"""An emulated candidate's over native fp32: issue 31's bound, which 15 of the 18 device modes meet."""
+
+
+def run_cost(job: Job) -> float:
+    """What a run is expected to cost, for ordering the runs (:meth:`AuditContext.run_slot`):
+    simulated steps times cells, weighted by precision and emulation. Only an order: a wrong
+    estimate makes an audit slower, never different."""
+    weight = FP64_COST if job.mode == "fp64" else CANDIDATE_COST if job.role in ("candidate", "dt-refine") else 1.0
+    return job.scenario.total_ms * job.refine * job.workload.size * weight
 
 
 def ticker(ctx: AuditContext, label: str, total_ms: float) -> Callable[[float], None]:

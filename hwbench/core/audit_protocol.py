@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
+
+from hwbench.core.run_slots import RunSlots
 
 if TYPE_CHECKING:
     from hwbench.core.audit_report import ProtocolReport
@@ -105,6 +108,7 @@ class AuditContext:
     base_runs: BaseRuns | None = None
     data: dict[str, Any] = field(default_factory=dict)  # in-memory results for plots, per report name
     reused: list[str] = field(default_factory=list)  # baselines taken from ``base_runs``
+    slots: RunSlots | None = None  # the audit's run slots (None: runs are not limited)
 
     def baseline(self, key: tuple[Any, ...], run: Callable[[], Any]) -> Any:
         """The result of the baseline runs ``run`` executes (reference, gold, ensemble: they depend
@@ -119,6 +123,14 @@ class AuditContext:
         value = run()
         self.base_runs[key] = value
         return value
+
+    def run_slot(self, cost: float) -> AbstractContextManager[None]:
+        """Hold one of the audit's run slots while a run simulates (``with ctx.run_slot(cost):``).
+
+        At most one run per core simulates at once, the costliest waiting one first
+        (:mod:`hwbench.core.run_slots`); ``cost`` is any estimate that orders a protocol's runs
+        (e.g. simulated ms x cells). Without slots (an audit with ``threads=1``) it does nothing."""
+        return nullcontext() if self.slots is None else self.slots.hold(cost)
 
     def tick(self, label: str, done: float, total: float) -> None:
         if self.progress is not None:
