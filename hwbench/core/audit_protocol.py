@@ -60,7 +60,7 @@ class AuditSettings:
     protocols: tuple[str, ...] = ()  # empty: every registered protocol that applies to the kernel
     engine: str | None = None  # engine for reference, gold and ensemble (default: fastest)
     refine_factors: tuple[int, ...] = (10, 100)  # dt/k of the dt-refinement runs (with dt_refine)
-    threads: int | None = None  # runs built and run at once (default: one per core); 1 inside a 1-thread worker
+    threads: int | None = None  # runs simulating at once (default: one per core); 1: all one after another
     options: dict[str, Any] = field(default_factory=dict)  # protocol options (e.g. the DL protocol's "config")
     cache: bool = True  # reuse and keep baseline runs in the on-disk baseline cache (hwbench audit --no-cache)
 
