@@ -31,8 +31,9 @@ import numpy as np
 
 from hwbench.core.errors import UnavailableError
 from hwbench.core.plugins import get_registry
+from hwbench.plugins.devices.arithmetic import ops_wrapper
 from hwbench.plugins.kernels.dl import execute
-from hwbench.plugins.kernels.dl.audit import DLCandidate, candidate_profile, ops_wrapper
+from hwbench.plugins.kernels.dl.audit import DLCandidate, candidate_profile
 from hwbench.plugins.kernels.dl.kernels import GemmKernel
 from hwbench.plugins.kernels.dl.peak import host_peak
 

@@ -24,7 +24,16 @@ ROOMS: dict[str, set[str]] = {
     "hwbench.store": {"hwbench", "hwbench.core"},
     "hwbench.report": {"hwbench", "hwbench.core", "hwbench.store"},
     "hwbench.api": {"hwbench", "hwbench.core", "hwbench.accuracy.numerics"},
-    "hwbench.plugins": {"hwbench", "hwbench.core", "hwbench.accuracy.numerics", "hwbench.accuracy", "hwbench.api"},
+    # the op-level evaluator of users' graphs (ONNX, jaxpr): it computes with a device's ops
+    "hwbench.evaluator": {"hwbench", "hwbench.core", "hwbench.accuracy.numerics"},
+    "hwbench.plugins": {
+        "hwbench",
+        "hwbench.core",
+        "hwbench.accuracy.numerics",
+        "hwbench.accuracy",
+        "hwbench.api",
+        "hwbench.evaluator",  # the onnx kernel and the GroqWare shim are its clients
+    },
     "hwbench.library": {  # hwbench.audit / run / bench / open_store: what the CLI is a thin layer over
         "hwbench",
         "hwbench.core",
@@ -34,6 +43,7 @@ ROOMS: dict[str, set[str]] = {
         "hwbench.store",
         "hwbench.report",
         "hwbench.plugins",  # DEFAULT_KERNEL
+        "hwbench.evaluator",
     },
     "hwbench.cli": {
         "hwbench.library",
@@ -46,6 +56,7 @@ ROOMS: dict[str, set[str]] = {
         "hwbench.report",
         "hwbench.api",
         "hwbench.plugins",  # kernel-family commands (DL bench/audit) call their built-in plugin
+        "hwbench.evaluator",
     },
     "hwbench.testing": {
         "hwbench",
@@ -56,6 +67,7 @@ ROOMS: dict[str, set[str]] = {
         "hwbench.api",
         "hwbench.library",
         "hwbench.cli",
+        "hwbench.evaluator",
     },
 }
 

@@ -16,13 +16,13 @@ from hwbench.accuracy.dl_bounds import bound_model, gamma
 from hwbench.accuracy.verdict import Verdict
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import get_registry
+from hwbench.plugins.devices.arithmetic import ops_wrapper
 from hwbench.plugins.kernels.dl import execute
 from hwbench.plugins.kernels.dl.audit import (
     DLCandidate,
     candidate_profile,
     compare,
     judge,
-    ops_wrapper,
     resolve_candidates,
 )
 from hwbench.plugins.kernels.dl.kernels import GemmKernel, LstmKernel

@@ -310,6 +310,11 @@ class EmulatingOps:
         }
 
     @property
+    def contracts(self) -> bool:
+        """Whether a product feeding an addition is fused with it (the profile's ``fma`` entry)."""
+        return self._contracts
+
+    @property
     def finite_state_helps(self) -> bool:
         """Whether a finite loaded state shortens the step: under a saturating profile every op
         reading the state would otherwise need the full saturation (the state could hold NaN)."""
@@ -469,6 +474,20 @@ class EmulatingOps:
     def conv2d(self, x: Any, w: Any, padding: tuple[int, int], precision: str | None = None) -> EmuArray:
         """A convolution rounds like a matrix product of patches: operands, then the sums."""
         return self._product(lambda p, q: self.raw.conv2d(p, q, padding), x, w)
+
+    def elementwise(self, function: str, fn: Callable[[Any], Any], x: Any, cls: OpClass = OpClass.EXP) -> EmuArray:
+        """``fn(x)`` (a native elementwise function of the raw engine) computed with the arithmetic
+        of op class ``cls``: operands in its input format, the result rounded, perturbed by its
+        error model, saturated, counted. ``function`` names the error model's random stream, so
+        tanh and erf of one class draw patterns of their own (the op-level evaluator's functions;
+        ``exp``, ``log`` and ``sqrt`` are this with their own names)."""
+        return self._unary(cls, fn, x, function)
+
+    def bilinear(self, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> EmuArray:
+        """Any bilinear product of the raw engine (a convolution, an einsum) on the matrix unit as
+        the profile has it: operands rounded to ``matmul_input``, one native product, its result
+        rounded as ``matmul_accumulate`` (the operand-rounding approximation :meth:`matmul` uses)."""
+        return self._product(fn, a, b)
 
     def _product(self, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> EmuArray:
         """Operands rounded once (O(inputs)), one native product, the result rounded as accumulated."""

@@ -67,7 +67,15 @@ def profile_unit(profile: NumericsProfile) -> MatrixUnit | None:
 
 
 class MatrixUnitOps:
-    """An ops namespace whose ``matmul`` / ``conv2d`` run a matrix unit; all else delegated."""
+    """An ops namespace whose ``matmul`` / ``conv2d`` run a matrix unit; all else delegated.
+
+    The unit's model computes on the host (numpy): ``host_matmul`` tells a compiling caller (the
+    op-level evaluator) to call it back from its program; ``bilinear`` is None so that no caller
+    takes the emulating namespace's operand-rounding product in the unit's place.
+    """
+
+    host_matmul = True
+    bilinear = None
 
     def __init__(self, inner: Any, unit: MatrixUnit, rounding: RoundingMode = RoundingMode.NEAREST_EVEN) -> None:
         self._inner = inner
@@ -78,6 +86,11 @@ class MatrixUnitOps:
         if name == "_inner":
             raise AttributeError(name)
         return getattr(self._inner, name)
+
+    @property
+    def matmul_method(self) -> str:
+        """How this namespace computes matrix products, as reports name it."""
+        return f"block-FMA model {self.unit.model.label}"
 
     def matmul(self, a: Any, b: Any, precision: str | None = None) -> Any:
         va, vb = self._operand(a), self._operand(b)

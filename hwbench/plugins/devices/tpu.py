@@ -210,6 +210,15 @@ class Bf16PassOps:
         """The MXU runs a convolution as matrix products of patches: the same passes."""
         return self._passes(lambda p, q: self._raw.conv2d(p, q, padding), x, w)
 
+    @property
+    def matmul_method(self) -> str:
+        """How this namespace computes matrix products, as reports name it."""
+        return f"XLA's {self.passes}-pass bf16 algorithm (bf16 split: {self.split})"
+
+    def bilinear(self, product_of: Any, a: Any, b: Any) -> Any:
+        """Any bilinear product of the raw engine (a convolution) as the same passes."""
+        return self._passes(product_of, a, b)
+
     def _passes(self, product_of: Any, a: Any, b: Any) -> Any:
         from hwbench.accuracy.numerics.emulated_array import EmuArray, unwrap
 

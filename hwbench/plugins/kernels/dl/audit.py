@@ -26,9 +26,9 @@ from hwbench.accuracy.numerics.profile import NumericsProfile
 from hwbench.accuracy.verdict import Verdict
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import Registry
+from hwbench.plugins.devices.arithmetic import FLOAT_KINDS
 
 DEFAULT_DEVICES = ("a100", "tpu-v3", "ipu", "groq")
-FLOAT_KINDS = ("cpu", "gpu", "tpu", "ipu", "lpu")
 # Audit shapes: the named configuration with the batch reduced (quick: more), K kept in full.
 AUDIT_CONFIG = {"gemm": "gemm_k1", "conv2d": "conv_k2", "conv2d-bw": "conv_k2", "relu": "relu_k1", "lstm": "rnn_k1"}
 AUDIT_BATCH = {"gemm": (1760, 128), "conv2d": (4, 1), "conv2d-bw": (4, 1), "relu": (64, 8), "lstm": (16, 4)}
@@ -115,26 +115,6 @@ def candidate_profile(registry: Registry, cand: DLCandidate) -> NumericsProfile 
         for c, op in profile.ops.items()
     }
     return profile.model_copy(update={"ops": ops, "name": profile.name + "-nearest"})
-
-
-def ops_wrapper(profile: NumericsProfile | None, seed: int) -> Any:
-    """The one place a profile becomes an ops wrapper (XLA's bf16 passes where it asks for them)."""
-    if profile is None:
-        return None
-    if "matrix_unit" in profile.parameters:  # tensor cores on their block-FMA model (h100, a100 modes)
-        from hwbench.plugins.devices._matrix_unit_ops import MatrixUnitWrapper, profile_unit
-
-        unit = profile_unit(profile)
-        assert unit is not None
-        return MatrixUnitWrapper(profile, unit, seed=seed)
-    passes = int(profile.parameters.get("bf16_passes", 1))
-    if passes > 1:
-        from hwbench.plugins.devices.tpu import Bf16PassWrapper
-
-        return Bf16PassWrapper(profile, passes, str(profile.parameters.get("bf16_split", "truncate")))
-    from hwbench.accuracy.numerics.emulate import emulating_ops
-
-    return emulating_ops(profile, counters=False, seed=seed)
 
 
 def output_of(state: Any) -> np.ndarray:

@@ -21,6 +21,7 @@ from hwbench.core.audit_protocol import AuditContext, AuditProtocol, Candidate, 
 from hwbench.core.audit_report import CandidateVerdict, ProtocolReport, RunSummary, combine
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, Workload
+from hwbench.plugins.devices.arithmetic import ops_wrapper
 from hwbench.plugins.kernels.dl import execute
 from hwbench.plugins.kernels.dl.audit import (
     AUDIT_BATCH,
@@ -31,7 +32,6 @@ from hwbench.plugins.kernels.dl.audit import (
     candidate_profile,
     compare,
     judge,
-    ops_wrapper,
     output_of,
     resolve_candidates,
 )

@@ -1,0 +1,535 @@
+"""A device's arithmetic, as the op-level evaluator computes with it.
+
+An :class:`Arith` is the one vocabulary both front ends (ONNX graphs, jaxprs) compute in. Each of
+its methods is one kind of operation on a chip: a matrix product on the matrix unit, an
+elementwise function with the chip's elementwise arithmetic, a reduction in the chip's adder
+order, a move of data that computes nothing. Behind it is an ops namespace of
+:mod:`hwbench.core.ops` built for a device (the engine's raw ops for native IEEE arithmetic; the
+device's emulating ops, with its matrix-unit model where it has one, for an emulated device), so
+every number a node produces is rounded where and as the device rounds it, and nothing escapes:
+an op written against :class:`Arith` has no other way to compute.
+
+Values are engine arrays (numpy, or JAX tracers under ``jax.jit``); under an emulating namespace
+the float ones travel as :class:`~hwbench.accuracy.numerics.emulated_array.EmuArray` so that the
+format each value is known to lie in is kept from op to op (a rounding onto a format that already
+holds the value is skipped). :meth:`Arith.lift` / :meth:`Arith.lower` convert at the edges.
+
+What is modelled and what is assumed is stated by :meth:`Arith.describe` and lands in reports:
+the matrix products' method (native, operand rounding, a block-FMA model), the reduction order,
+and the elementwise functions that have no error model of their own.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hwbench.core.errors import UsageError
+from hwbench.core.ops import OpClass
+
+BACKENDS = ("numpy", "jax")
+
+# Elementwise functions and the op class whose arithmetic computes them. Every one of them is one
+# native function rounded (and, where the device has an error model, perturbed) as its class; the
+# error model's random stream is the function's own (keyed by its name).
+FUNCTIONS: dict[str, OpClass] = {
+    "exp": OpClass.EXP,
+    "log": OpClass.EXP,
+    "tanh": OpClass.EXP,
+    "erf": OpClass.EXP,
+    "sin": OpClass.EXP,
+    "cos": OpClass.EXP,
+    "tan": OpClass.EXP,
+    "asin": OpClass.EXP,
+    "acos": OpClass.EXP,
+    "atan": OpClass.EXP,
+    "sinh": OpClass.EXP,
+    "cosh": OpClass.EXP,
+    "asinh": OpClass.EXP,
+    "acosh": OpClass.EXP,
+    "atanh": OpClass.EXP,
+    "expm1": OpClass.EXP,
+    "log1p": OpClass.EXP,
+    "sqrt": OpClass.POW,
+    "cbrt": OpClass.POW,
+}
+_NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh"}
+_NUMPY_NAMES |= {"atanh": "arctanh"}
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv}
+_COMPARE = {
+    "less": operator.lt,
+    "greater": operator.gt,
+    "less_equal": operator.le,
+    "greater_equal": operator.ge,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+}
+
+
+def xp_function(xp: Any, name: str) -> Callable[[Any], Any]:
+    """The array namespace's own ``name`` (numpy or jax.numpy), erf from SciPy / jax.scipy."""
+    if name == "erf":
+        if xp is np:
+            from scipy.special import erf
+
+            return erf  # type: ignore[no-any-return]
+        import jax.scipy.special
+
+        return jax.scipy.special.erf
+    return getattr(xp, _NUMPY_NAMES.get(name, name))  # type: ignore[no-any-return]
+
+
+class Arith:
+    """The arithmetic of one device (or of the host) on one engine and carrier dtype.
+
+    ``ops`` is an ops namespace (raw, or a device's emulating ops around the raw ones); ``backend``
+    is ``"numpy"`` (eager) or ``"jax"`` (values may be tracers: the whole evaluation is traced
+    once and compiled). ``label`` names the arithmetic in reports.
+    """
+
+    def __init__(self, ops: Any, backend: str, *, label: str = "native") -> None:
+        if backend not in BACKENDS:
+            raise UsageError(f"unknown evaluator backend '{backend}'; choose from: {', '.join(BACKENDS)}")
+        self.ops = ops
+        self.backend = backend
+        self.label = label
+        self.dtype = np.dtype(ops.dtype)
+        self.emulating = bool(getattr(ops, "emulated", False))
+        if backend == "jax":
+            import jax.numpy as jnp
+
+            self.xp: Any = jnp
+        else:
+            self.xp = np
+        rules = getattr(ops, "rules", None) if self.emulating else None
+        self._tree_sums = bool(rules is not None and rules[OpClass.ADD].rounds)
+        self._host_matmul = bool(getattr(ops, "host_matmul", False))
+        self._zero: Any = None
+
+    # --- values ------------------------------------------------------------------------------
+    def lift(self, x: Any) -> Any:
+        """An engine array as this arithmetic's value (floats wrapped for an emulating namespace)."""
+        if self.emulating and _is_float(x) and not _is_emu(x):
+            from hwbench.accuracy.numerics.emulated_array import EmuArray
+
+            return EmuArray(x, self.ops)
+        return x
+
+    def lower(self, x: Any) -> Any:
+        """The engine array behind a value."""
+        from hwbench.accuracy.numerics.emulated_array import unwrap
+
+        return unwrap(x)
+
+    def begin(self, step: Any = 0, zero: Any = None) -> None:
+        """Start an evaluation: stochastic rounding and error models key their streams by ``step``;
+        ``zero`` is an int32 zero the compiled program receives as an argument (its value unknown
+        to the compiler), which keeps native products apart from additions (:meth:`_uncontracted`)."""
+        self._zero = zero
+        begin = getattr(self.ops, "begin_step", None)
+        if begin is not None:
+            begin(step)
+
+    def move(self, fn: Callable[..., Any], *values: Any) -> Any:
+        """``fn`` of the values' engine arrays: an exact data movement (reshape, transpose, slice,
+        concatenation, padding with zeros, gather, broadcast). The result keeps the format the
+        first float value was known to lie in (a move creates no new number)."""
+        out = fn(*(self.lower(v) for v in values))
+        tagged = next((v for v in values if _is_emu(v)), None)
+        if tagged is None or not _is_float(out):
+            return self.lift(out)
+        from hwbench.accuracy.numerics.emulated_array import EmuArray
+
+        return EmuArray(out, self.ops, tagged.fmt, None)
+
+    def store(self, x: Any) -> Any:
+        """``x`` written to the device's memory in its storage format (the ``store`` class)."""
+        if not self.emulating or not _is_float(self.lower(x)):
+            return x
+        return self.ops.store(self.lift(x))
+
+    # --- elementwise arithmetic ----------------------------------------------------------------
+    def binary(self, op: str, a: Any, b: Any) -> Any:
+        """``add``, ``sub``, ``mul`` or ``div``, rounded as the device rounds its op class."""
+        fn = _BINARY[op]
+        if self.emulating:
+            out = fn(self._operand(a), self._operand(b))
+        else:
+            out = fn(a, b)
+        return self._uncontracted(op, out)
+
+    def _uncontracted(self, op: str, out: Any) -> Any:
+        """A product kept apart from the next addition. XLA:CPU contracts a native product into an
+        addition that reads it (an FMA, one rounding), also across nodes and after copying the
+        product into several fusions: a softmax's ``x * c - max`` then differs from ``x * c`` by
+        the product's rounding error, and its exp can overflow. A device that contracts says so
+        in its profile (modelled exactly by the emulating ops); elsewhere a product is rounded
+        before it is added. Rounded products (a narrower format) are apart already."""
+        if self.backend != "jax" or op not in ("mul", "div"):
+            return out
+        if self.emulating:
+            cls = OpClass.MUL if op == "mul" else OpClass.DIV
+            if getattr(self.ops, "contracts", False) or self.ops.rules[cls].rounds:
+                return out
+        if self._zero is None or not _is_float(self.lower(out)):
+            return self.once(out)
+        return self.move(self._apart, out)
+
+    def _apart(self, v: Any) -> Any:
+        """``v`` unchanged, through an integer OR with a zero the compiler cannot see: no FMA can
+        reach across it, and XLA may still fuse and copy the product freely (each copy rounded)."""
+        from jax import lax
+
+        width = {4: "int32", 8: "int64", 2: "int16"}[np.dtype(v.dtype).itemsize]
+        bits = lax.bitcast_convert_type(v, np.dtype(width))
+        return lax.bitcast_convert_type(bits | self._zero.astype(width), v.dtype)
+
+    def power(self, a: Any, b: Any) -> Any:
+        """``a ** b``: an integral constant exponent is repeated multiplication (square and multiply,
+        as XLA's ``integer_pow``; a negative one adds a division), any other a POW-class op."""
+        k = _integral(b)
+        if k is not None:
+            base = self._operand(a)
+            return base**k if self.emulating else self.xp.power(a, np.asarray(k, dtype=self._dtype_of(a)))
+        if self.emulating:
+            return self.ops.power(self._operand(a), self._operand(b))
+        return self.xp.power(a, b)
+
+    def negative(self, x: Any) -> Any:
+        return -x
+
+    def absolute(self, x: Any) -> Any:
+        return abs(x)
+
+    def function(self, name: str, x: Any) -> Any:
+        """An elementwise function of :data:`FUNCTIONS` with the device's arithmetic of its class."""
+        cls = FUNCTIONS.get(name)
+        if cls is None:
+            raise UsageError(f"no elementwise function '{name}'; known: {', '.join(sorted(FUNCTIONS))}")
+        if not self.emulating:
+            return xp_function(self.xp, name)(x)
+        if name in ("exp", "log", "sqrt"):
+            return getattr(self.ops, name)(self._operand(x))
+        elementwise = getattr(self.ops, "elementwise", None)
+        raw = xp_function(self.xp, name)
+        if elementwise is None:  # a namespace that rounds nothing elementwise
+            return self.lift(raw(self.lower(x)))
+        return elementwise(name, raw, self._operand(x), cls)
+
+    def reciprocal(self, x: Any) -> Any:
+        """``1 / x``: a division on every device modelled (the DIV class)."""
+        one = np.asarray(1, dtype=self._dtype_of(x))
+        return self.binary("div", one if not self.emulating else 1.0, x)
+
+    def minimum(self, a: Any, b: Any) -> Any:
+        return self.ops.minimum(self._operand(a), self._operand(b)) if self.emulating else self.xp.minimum(a, b)
+
+    def maximum(self, a: Any, b: Any) -> Any:
+        return self.ops.maximum(self._operand(a), self._operand(b)) if self.emulating else self.xp.maximum(a, b)
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        """A select: exact (the result is one of the operands)."""
+        c = self.lower(cond)
+        if self.emulating:
+            return self.ops.where(c, self._operand(a), self._operand(b))
+        return self.xp.where(c, a, b)
+
+    def compare(self, op: str, a: Any, b: Any) -> Any:
+        """A comparison (booleans are exact): ``less``, ``greater``, ``less_equal``, ... ."""
+        fn = _COMPARE[op]
+        if self.emulating:
+            return self.lower(fn(self._operand(a), self._operand(b)))
+        return fn(a, b)
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        """A change of element type. Floats stay in the carrier: a cast to a narrower float format is
+        a rounding onto it (the engine's, nearest even), a wider one changes nothing; float to int
+        truncates toward zero, as ONNX and C do."""
+        target = np.dtype(dtype)
+        raw = self.lower(x)
+        src = np.dtype(raw.dtype)
+        if src == target:
+            return x
+        if src.kind == "f" and target.kind == "f":
+            if target.itemsize >= src.itemsize:
+                return x
+            return self.lift(raw.astype(target).astype(src))
+        out = raw.astype(target)
+        if target.kind == "f" and target.itemsize > self.dtype.itemsize:
+            out = out.astype(self.dtype)
+        return self.lift(out)
+
+    # --- reductions ----------------------------------------------------------------------------
+    def sum(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
+        """The sum over ``axes``. Where the device rounds its additions, a pairwise tree, every
+        partial sum rounded (the order is an assumption: :meth:`describe`); else the engine's sum."""
+        ndim = len(self.lower(x).shape)
+        axes = sorted({a % ndim for a in axes}) if ndim else []
+        if not axes:
+            return x
+        if not self._tree_sums:
+            out = self.lift(self.xp.sum(self.lower(x), axis=tuple(axes), keepdims=keepdims))
+        else:
+            out = x
+            for axis in reversed(axes):
+                out = self._tree_sum(out, axis)
+            if not keepdims:
+                out = self.move(lambda v: self.xp.squeeze(v, axis=tuple(axes)), out)
+        return self.once(out)
+
+    def once(self, x: Any) -> Any:
+        """``x`` computed once, as a device computes a value it then reads twice. XLA may copy a
+        cheap producer (a reduction) into each fusion that reads it and sum it in another order
+        in each copy: a softmax's ``x - max(x)`` then exceeds 0 and its exp overflows. A barrier
+        keeps one value (JAX backend; numpy computes every value once anyway)."""
+        if self.backend != "jax":
+            return x
+        from jax import lax
+
+        return self.move(lax.optimization_barrier, x)
+
+    def _tree_sum(self, x: Any, axis: int) -> Any:
+        """Pairwise sums along ``axis`` (kept, length 1): halves added elementwise until one is left."""
+        xp = self.xp
+        n = self.lower(x).shape[axis]
+        if n == 0:
+            shape = list(self.lower(x).shape)
+            shape[axis] = 1
+            return self.lift(xp.zeros(shape, dtype=self.lower(x).dtype))
+        while n > 1:
+            half = n // 2
+            first = self.move(lambda v, h=half: _take(xp, v, 0, h, axis), x)
+            second = self.move(lambda v, h=half: _take(xp, v, h, 2 * h, axis), x)
+            pairs = self.binary("add", first, second)
+            if n % 2:
+                last = self.move(lambda v, k=n: _take(xp, v, k - 1, k, axis), x)
+                pairs = self.move(lambda p, q: xp.concatenate([p, q], axis=axis), pairs, last)
+            x, n = pairs, half + n % 2
+        return x
+
+    def reduce_max(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
+        """The largest element over ``axes`` (exact: a selection)."""
+        return self.move(lambda v: self.xp.max(v, axis=tuple(axes), keepdims=keepdims), x)
+
+    def reduce_min(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
+        return self.move(lambda v: self.xp.min(v, axis=tuple(axes), keepdims=keepdims), x)
+
+    # --- the matrix unit -----------------------------------------------------------------------
+    def matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` with numpy's broadcasting of leading (batch) dimensions, on the matrix unit:
+        operands in its input format, products accumulated as the device's model says."""
+        if not self.emulating:
+            return self.ops.matmul(a, b, precision="highest")  # a wrapper may still own the products
+        if self._host_matmul and self.backend == "jax":
+            return self._host_product(a, b)
+        if self._host_matmul:
+            return self._batched_unit(self._operand(a), self._operand(b))
+        return self.ops.matmul(self._operand(a), self._operand(b))
+
+    def _batched_unit(self, a: Any, b: Any) -> Any:
+        """A host-only matrix unit (2-D products) over broadcast batch dimensions."""
+        ra, rb = self.lower(a), self.lower(b)
+        if rb.ndim == 2:
+            return self.ops.matmul(a, b)
+        lead = np.broadcast_shapes(ra.shape[:-2], rb.shape[:-2])
+        ba = np.broadcast_to(ra, (*lead, *ra.shape[-2:])).reshape(-1, *ra.shape[-2:])
+        bb = np.broadcast_to(rb, (*lead, *rb.shape[-2:])).reshape(-1, *rb.shape[-2:])
+        parts = [self.lower(self.ops.matmul(self.lift(p), self.lift(q))) for p, q in zip(ba, bb)]
+        return self.lift(np.stack(parts).reshape(*lead, ra.shape[-2], rb.shape[-1]))
+
+    def _host_product(self, a: Any, b: Any) -> Any:
+        """A matrix unit modelled on the host only (the block-FMA models), called from a compiled
+        program through ``jax.pure_callback``: the same numbers as the numpy backend."""
+        import jax
+
+        ra, rb = self.lower(a), self.lower(b)
+        shape = (*np.broadcast_shapes(ra.shape[:-2], rb.shape[:-2]), ra.shape[-2], rb.shape[-1])
+        dtype = self.dtype
+
+        def host(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            out = self._batched_unit(self.lift(np.asarray(x)), self.lift(np.asarray(y)))
+            return np.asarray(self.lower(out), dtype=dtype)
+
+        out = jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), ra, rb)
+        return self.lift(out)
+
+    def conv(
+        self,
+        x: Any,
+        w: Any,
+        *,
+        strides: Sequence[int],
+        pads: Sequence[tuple[int, int]],
+        dilations: Sequence[int],
+        groups: int = 1,
+    ) -> Any:
+        """An N-d cross-correlation, ONNX's layout (x: N, C, *spatial; w: M, C/groups, *kernel), as
+        the matrix unit computes it: a matrix product of patches (im2col; patch order channel,
+        then kernel position). Patches are exact data movement; the product is :meth:`matmul`.
+
+        On the JAX backend a namespace that computes products by rounding operands (or splitting
+        them into passes) around a native product takes XLA's convolution as that product: the
+        same arithmetic, without materialising the patches."""
+        native = self._native_conv(strides, pads, dilations, groups)
+        if native is not None:
+            if not self.emulating:
+                return native(x, w)
+            bilinear = getattr(self.ops, "bilinear", None)
+            if bilinear is not None and not self._host_matmul:
+                return bilinear(native, self._operand(x), self._operand(w))
+        xp = self.xp
+        rx, rw = self.lower(x), self.lower(w)
+        n, c = rx.shape[:2]
+        m = rw.shape[0]
+        kernel = rw.shape[2:]
+        patches = self.move(lambda v: _patches(xp, v, kernel, strides, pads, dilations), x)  # N, C, K.., O..
+        out_spatial = self.lower(patches).shape[2 + len(kernel) :]
+        cg, mg = c // groups, m // groups
+        k = cg * math.prod(kernel)
+        cols = self.move(lambda p: _group_columns(xp, p, groups, k), patches)  # groups, N*O, K
+        mats = self.move(lambda v: xp.transpose(xp.reshape(v, (groups, mg, k)), (0, 2, 1)), w)  # groups, K, Mg
+        prod = self.matmul(cols, mats)  # groups, N*O, Mg
+        shape = (groups, n, *out_spatial, mg)
+
+        def back(v: Any) -> Any:
+            v = xp.reshape(v, shape)
+            order = (1, 0, len(shape) - 1, *range(2, len(shape) - 1))
+            return xp.reshape(xp.transpose(v, order), (n, m, *out_spatial))
+
+        return self.move(back, prod)
+
+    def windows(
+        self,
+        x: Any,
+        kernel: Sequence[int],
+        *,
+        strides: Sequence[int],
+        pads: Sequence[tuple[int, int]],
+        dilations: Sequence[int],
+        fill: float = 0.0,
+    ) -> Any:
+        """The (N, C, *kernel, *out) windows of ``x`` (N, C, *spatial) a pooling reduces: exact data
+        movement, padded with ``fill`` (-inf for a max pool, 0 for a sum)."""
+        return self.move(lambda v: _patches(self.xp, v, kernel, strides, pads, dilations, fill), x)
+
+    def _native_conv(
+        self, strides: Sequence[int], pads: Sequence[tuple[int, int]], dilations: Sequence[int], groups: int
+    ) -> Callable[[Any, Any], Any] | None:
+        """XLA's convolution with these settings at full precision (JAX backend only)."""
+        if self.backend != "jax":
+            return None
+        from jax import lax
+
+        def conv(x: Any, w: Any) -> Any:
+            return lax.conv_general_dilated(
+                x,
+                w,
+                tuple(strides),
+                [(int(p[0]), int(p[1])) for p in pads],
+                rhs_dilation=tuple(dilations),
+                feature_group_count=groups,
+                precision=lax.Precision.HIGHEST,
+            )
+
+        return conv
+
+    # --- what it is -----------------------------------------------------------------------------
+    def describe(self) -> dict[str, str]:
+        """How this arithmetic computes each kind of op (what a report names as used or assumed)."""
+        if not self.emulating:
+            return {
+                "arithmetic": self.label,
+                "matmul": f"native {self.dtype.name} ({self.backend})",
+                "reduction": f"the engine's own order ({self.backend}, native {self.dtype.name})",
+                "elementwise": f"native {self.dtype.name}",
+            }
+        method = getattr(self.ops, "matmul_method", None) or "operand-rounding approximation"
+        order = "pairwise tree, every partial sum rounded (assumed)" if self._tree_sums else "native order"
+        return {
+            "arithmetic": self.label,
+            "matmul": str(method),
+            "reduction": order,
+            "elementwise": "the device's elementwise arithmetic (numerics profile)",
+        }
+
+    # --- internals -------------------------------------------------------------------------------
+    def _operand(self, x: Any) -> Any:
+        """An operand for an emulated operation: engine floats wrapped, 0-d constants as numbers
+        (so a division by a constant can take the device's constant-reciprocal lowering)."""
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            return float(x) if x.dtype.kind == "f" else int(x)
+        return self.lift(x)
+
+    def _dtype_of(self, x: Any) -> Any:
+        return getattr(self.lower(x), "dtype", self.dtype)
+
+
+def _is_emu(x: Any) -> bool:
+    from hwbench.accuracy.numerics.emulated_array import EmuArray
+
+    return isinstance(x, EmuArray)
+
+
+def _is_float(x: Any) -> bool:
+    dt = getattr(x, "dtype", None)
+    return dt is not None and np.dtype(dt).kind == "f"
+
+
+def _integral(b: Any) -> int | None:
+    """A constant exponent that is a whole number (as a Python int), else None."""
+    if isinstance(b, bool):
+        return None
+    if isinstance(b, int):
+        return b
+    if isinstance(b, float | np.floating) or (isinstance(b, np.ndarray) and b.size == 1):
+        v = float(np.asarray(b).reshape(-1)[0])
+        if v.is_integer() and abs(v) <= 64:
+            return int(v)
+    return None
+
+
+def _take(xp: Any, v: Any, start: int, stop: int, axis: int) -> Any:
+    index = [slice(None)] * v.ndim
+    index[axis] = slice(start, stop)
+    return v[tuple(index)]
+
+
+def _patches(
+    xp: Any,
+    x: Any,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[tuple[int, int]],
+    dilations: Sequence[int],
+    fill: float = 0.0,
+) -> Any:
+    """(N, C, *kernel, *out) patches of ``x`` (N, C, *spatial): padding with ``fill``, strided slices."""
+    d = len(kernel)
+    x = xp.pad(x, ((0, 0), (0, 0), *pads), constant_values=fill)
+    spatial = x.shape[2:]
+    out = [(spatial[i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(d)]
+    if any(o <= 0 for o in out):
+        raise UsageError(f"convolution kernel {tuple(kernel)} does not fit input {tuple(spatial)} with its padding")
+    slabs = []
+    for offset in np.ndindex(*kernel):
+        index = [slice(None), slice(None)]
+        for i in range(d):
+            start = offset[i] * dilations[i]
+            index.append(slice(start, start + strides[i] * (out[i] - 1) + 1, strides[i]))
+        slabs.append(x[tuple(index)])
+    stacked = xp.stack(slabs, axis=2)  # N, C, prod(kernel), *out
+    return xp.reshape(stacked, (*x.shape[:2], *kernel, *out))
+
+
+def _group_columns(xp: Any, p: Any, groups: int, k: int) -> Any:
+    """Patches (N, C, *kernel, *out) as per-group matrices (groups, N * prod(out), K)."""
+    n = p.shape[0]
+    d = (p.ndim - 2) // 2
+    out = p.shape[2 + d :]
+    v = xp.reshape(p, (n, groups, k, math.prod(out)))
+    v = xp.transpose(v, (1, 0, 3, 2))  # groups, N, O, K
+    return xp.reshape(v, (groups, n * math.prod(out), k))
