@@ -110,3 +110,20 @@ def test_unsupported_op_and_neuromorphic_device_are_refused() -> None:
         OnnxGraph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     with pytest.raises(UnavailableError, match=r"loihi.*neuromorphic"):
         device_arith(get_registry(), "loihi")
+
+
+def test_node_errors_grow_along_the_graph_and_name_the_first_above_the_floor() -> None:
+    from hwbench.evaluator.compare import first_divergent, node_errors
+
+    model, x = _mlp()
+    graph = OnnxGraph(model)
+    reg = get_registry()
+    ref = compile_graph(graph, Arith(NumpyOps("float64"), "numpy"), intermediates=True)({"x": x}).tensors
+    fp32 = compile_graph(graph, Arith(NumpyOps("float32"), "numpy"), intermediates=True)({"x": x}).tensors
+    fp8 = compile_graph(graph, device_arith(reg, "h100", "fp8-e4m3", backend="numpy"), intermediates=True)({"x": x})
+    errors = node_errors(graph.infos, fp8.tensors, ref, floor=fp32)
+    assert [e.name for e in errors] == ["fc1", "act", "fc2", "softmax"]
+    first = first_divergent(errors)
+    assert first is not None and first.name == "fc1" and first.max_ulps > 1000
+    floor_only = node_errors(graph.infos, fp32, ref, floor=fp32)
+    assert first_divergent(floor_only) is None
