@@ -38,7 +38,8 @@ def ulp_of(ref: np.ndarray, mantissa_bits: int = 23, emin: int = -126) -> np.nda
     mag = np.abs(ref.astype(np.float64))
     _, e = np.frexp(np.where(np.isfinite(mag) & (mag > 0), mag, 1.0))
     exp = np.maximum(e - 1, emin)
-    return np.ldexp(1.0, exp - mantissa_bits)
+    spacing: np.ndarray = np.ldexp(1.0, exp - mantissa_bits)
+    return spacing
 
 
 def node_error(
