@@ -220,6 +220,15 @@ class Arith:
             return self.lift(raw(self.lower(x)))
         return elementwise(name, raw, self._operand(x), cls)
 
+    def logistic(self, x: Any) -> Any:
+        """``1 / (1 + exp(-x))``: an exp, an addition and a division of the device (XLA's expansion
+        of ``logistic`` on the devices modelled; an assumption where a compiler has its own unit)."""
+        return self.reciprocal(self.binary("add", 1.0, self.function("exp", self.negative(x))))
+
+    def rsqrt(self, x: Any) -> Any:
+        """``1 / sqrt(x)``: a square root and a division (assumed where the device has no rsqrt unit)."""
+        return self.reciprocal(self.function("sqrt", x))
+
     def reciprocal(self, x: Any) -> Any:
         """``1 / x``: a division on every device modelled (the DIV class)."""
         one = np.asarray(1, dtype=self._dtype_of(x))

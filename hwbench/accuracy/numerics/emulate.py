@@ -51,10 +51,11 @@ Semantics worth knowing (also in ``docs/profiles.md``):
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import operator
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,6 +336,22 @@ class EmulatingOps:
         self._fmas = 0
         if self._tally is not None:
             self._tally.reset()
+
+    @contextlib.contextmanager
+    def stream_scope(self, step: Any, salt: int) -> Iterator[None]:
+        """Random streams of their own while a loop body or a branch is traced (the op-level
+        evaluator's control flow): keyed by the enclosing step, ``salt`` (which body) and ``step``
+        (the iteration), from op 0; the enclosing stream continues where it was afterwards."""
+        xp = self._be.xp
+        saved = (self._step, self._op, self._words, self._fmas)
+        with np.errstate(over="ignore"):
+            outer = xp.asarray(self._step, dtype=xp.uint32) * xp.asarray(0x9E3779B1, dtype=xp.uint32)
+            inner = xp.asarray(step, dtype=xp.uint32) + xp.asarray((salt * 0x85EBCA6B) & _M32, dtype=xp.uint32)
+            self.begin_step(outer ^ inner)
+        try:
+            yield
+        finally:
+            self._step, self._op, self._words, self._fmas = saved
 
     def end_step(self) -> Any:
         if self._tally is None:

@@ -75,10 +75,8 @@ def relu(c: Call) -> list[Any]:
 
 @op("Sigmoid")
 def sigmoid(c: Call) -> list[Any]:
-    """1 / (1 + exp(-x)): an exp, an addition and a division of the device (XLA's expansion of
-    ``logistic`` on the devices modelled; an assumption where a compiler has its own unit)."""
-    a = c.arith
-    return [a.reciprocal(a.binary("add", 1.0, a.function("exp", a.negative(c.arg(0)))))]
+    """The device's logistic (:meth:`Arith.logistic`: exp, add, division)."""
+    return [c.arith.logistic(c.arg(0))]
 
 
 @op("Min", "Max")
