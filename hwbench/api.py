@@ -25,12 +25,29 @@ Also in contract 3 (an addition, which alone would need no version bump): ``matr
 ``MatrixUnit``, ``MatrixUnitModel`` and ``MATRIX_UNITS``, the block-FMA matrix units of real GPUs
 (``docs/matrix-units.md``); and ``AuditContext.run_slot(cost)``, which a protocol holds while
 a run simulates, so that an audit's runs share the cores one per core, the costliest first.
+Also additions: the number-format and rounding functions (``round_float``, ``round_fixed``,
+``fixed_to_float``, ``carrier_for``, ``classify``, ``fixed_add`` / ``fixed_sub`` / ``fixed_mul``,
+``shift_round``, ``FORMATS``, ``parse_format``; ``docs/numerics.md``), the emulating ops namespace
+(``emulating_ops``, ``unwrap``; ``docs/profiles.md``) and ``NumpyOps``, the numpy ops namespace an
+engine may reuse. The functions that compute with numpy are loaded on first use (PEP 562), so a
+plugin importing this module stays cheap to load.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from hwbench.accuracy.numerics.emulated_array import unwrap
 from hwbench.accuracy.numerics.emulated_device import EmulatedDevice, KnobbedDevice, emulated_executor
-from hwbench.accuracy.numerics.formats import FixedFormat, FloatFormat, RoundingMode, custom_float, get_format
+from hwbench.accuracy.numerics.formats import (
+    FORMATS,
+    FixedFormat,
+    FloatFormat,
+    RoundingMode,
+    custom_float,
+    get_format,
+    parse_format,
+)
 from hwbench.accuracy.numerics.matrix_unit import MATRIX_UNITS, MatrixUnit, matrix_unit
 from hwbench.accuracy.numerics.matrix_unit_model import MatrixUnitModel
 from hwbench.accuracy.numerics.presets import Knob
@@ -42,6 +59,7 @@ from hwbench.core.contract import CONTRACT_VERSION
 from hwbench.core.device import Device, DeviceKind, DeviceSpec, ProbeResult, RunRequest, Support
 from hwbench.core.energy import EnergyReading, PublishedEnergy
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params
+from hwbench.core.engines.numpy_engine import NumpyOps
 from hwbench.core.engines.replay import replay
 from hwbench.core.engines.select import pick_engine
 from hwbench.core.errors import (
@@ -64,6 +82,37 @@ from hwbench.core.plugins import get_registry, load_registry
 from hwbench.core.protocol_facts import AuditFacts, AuditFloors, SpikeTrainFacts, StressFacts, ValidationFacts
 from hwbench.core.scenario import Trace
 
+if TYPE_CHECKING:
+    from hwbench.accuracy.numerics.emulate import emulating_ops
+    from hwbench.accuracy.numerics.fixed import fixed_add, fixed_mul, fixed_sub, shift_round
+    from hwbench.accuracy.numerics.rounding import carrier_for, classify, fixed_to_float, round_fixed, round_float
+
+# Names whose modules import numpy at module level: loaded on first use (see the docstring).
+_LAZY = {
+    "emulating_ops": "hwbench.accuracy.numerics.emulate",
+    "fixed_add": "hwbench.accuracy.numerics.fixed",
+    "fixed_mul": "hwbench.accuracy.numerics.fixed",
+    "fixed_sub": "hwbench.accuracy.numerics.fixed",
+    "shift_round": "hwbench.accuracy.numerics.fixed",
+    "carrier_for": "hwbench.accuracy.numerics.rounding",
+    "classify": "hwbench.accuracy.numerics.rounding",
+    "fixed_to_float": "hwbench.accuracy.numerics.rounding",
+    "round_fixed": "hwbench.accuracy.numerics.rounding",
+    "round_float": "hwbench.accuracy.numerics.rounding",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hwbench.api' has no attribute '{name}'")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "CONTRACT_VERSION",
     "EXIT_CHECK_FAILED",
@@ -71,6 +120,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
+    "FORMATS",
     "MATRIX_UNITS",
     "OPS_FUNCTIONS",
     "Activity",
@@ -105,6 +155,7 @@ __all__ = [
     "Metric",
     "MetricInfo",
     "NumericsProfile",
+    "NumpyOps",
     "OpClass",
     "OpNumerics",
     "Ops",
@@ -130,11 +181,18 @@ __all__ = [
     "ValidationFacts",
     "Verdict",
     "Workload",
+    "carrier_for",
+    "classify",
     "combine",
     "connection_activity",
     "custom_float",
     "emulated_executor",
+    "emulating_ops",
     "evaluate",
+    "fixed_add",
+    "fixed_mul",
+    "fixed_sub",
+    "fixed_to_float",
     "get_format",
     "get_registry",
     "hookimpl",
@@ -142,6 +200,11 @@ __all__ = [
     "layer_activity",
     "load_registry",
     "matrix_unit",
+    "parse_format",
     "pick_engine",
     "replay",
+    "round_fixed",
+    "round_float",
+    "shift_round",
+    "unwrap",
 ]

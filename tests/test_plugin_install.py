@@ -115,11 +115,9 @@ def _require_build_backend() -> None:
         pytest.fail(f"the plugin-installation test needs {' and '.join(missing)} here: pip install -e '.[test]'")
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    _require_build_backend()
-    root = tmp_path_factory.mktemp("plugin-install").resolve()
-    env = _clean_env()
+def _install(root: Path, env: dict[str, str], dists: list[Path]) -> Path:
+    """A fresh virtualenv under ``root`` holding a non-editable copy of this checkout's hwbench and
+    the distributions ``dists``, installed by one offline pip run; its bin folder."""
     # 1. An empty virtualenv (no pip of its own: the borrowed one installs into it).
     venv_dir = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv_dir)], check=True, env=env)
@@ -127,24 +125,35 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
     python = bindir / ("python.exe" if os.name == "nt" else "python")
     host = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (_venv_purelib(python) / "_hwbench_host_site.pth").write_text("".join(f"{p}\n" for p in sorted(host)))
-    # 2. Sources copied out of the checkout, so pip's in-tree builds leave nothing behind.
-    src = root / "src"
-    (src / "hwbench").mkdir(parents=True)
-    shutil.copytree(REPO / "hwbench", src / "hwbench" / "hwbench", ignore=_IGNORE)
+    # 2. hwbench's sources copied out of the checkout, so pip's in-tree builds leave nothing behind.
+    hwbench_src = root / "src" / "hwbench"
+    hwbench_src.mkdir(parents=True)
+    shutil.copytree(REPO / "hwbench", hwbench_src / "hwbench", ignore=_IGNORE)
     for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / "hwbench" / name)
-    for dist in ("hwbench-example", "hwbench-broken"):
-        shutil.copytree(DISTS / dist, src / dist, ignore=_IGNORE)
-    write_guide_plugin(AUTHORS_GUIDE, src / "hwbench-acme")
+        shutil.copy2(REPO / name, hwbench_src / name)
     # 3. One offline pip run. --ignore-installed: never touch (uninstall) the borrowed environment's
     #    own hwbench, which pip can see through the .pth file.
     pip = subprocess.run(
         [str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--ignore-installed",
-         "-q", str(src / "hwbench"), str(src / "hwbench-example"), str(src / "hwbench-broken"),
-         str(src / "hwbench-acme")],
+         "-q", str(hwbench_src), *map(str, dists)],
         cwd=root, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert pip.returncode == 0, f"pip install failed:\n{pip.stdout}\n{pip.stderr}"
+    return bindir
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    _require_build_backend()
+    root = tmp_path_factory.mktemp("plugin-install").resolve()
+    env = _clean_env()
+    src = root / "src"
+    for dist in ("hwbench-example", "hwbench-broken"):
+        shutil.copytree(DISTS / dist, src / dist, ignore=_IGNORE)
+    write_guide_plugin(AUTHORS_GUIDE, src / "hwbench-acme")
+    dists = [src / "hwbench-example", src / "hwbench-broken", src / "hwbench-acme"]
+    bindir = _install(root, env, dists)
+    python = bindir / ("python.exe" if os.name == "nt" else "python")
     venv = Venv(root, python, bindir / "hwbench", env, src / "hwbench-example", src / "hwbench-acme", [])
     # Built-in plugins that fail are caught by tests/test_cli_listing.py; the strict-mode tests
     # here switch them off so that each of them fails for the one reason it is about.
@@ -312,6 +321,34 @@ def test_the_guide_device_audits_cleanly_through_the_cli(venv: Venv) -> None:
     assert candidates and all(r["device"] == "acme-npu" and r["execution"] == "emulated" for r in candidates)
     assert all(r["profile"] == "acme-npu-default" for r in candidates)
     assert all("max_rel" in r["metrics"]["acme-max-rel-dev"] for r in candidates)
+
+
+def test_the_guide_plugins_tests_survive_a_contract_bump(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The guide's plugin as written for the contract before this hwbench's, its own test file
+    unchanged, run with pytest against this hwbench. A plugin written for contract N keeps loading
+    on N + 1 (the host adapts it), so its tests must keep passing too: they assert the contract the
+    plugin declares (``HWBENCH_CONTRACT``), never the host's (``api.CONTRACT_VERSION``)."""
+    from hwbench.api import CONTRACT_VERSION
+
+    _require_build_backend()
+    root = tmp_path_factory.mktemp("plugin-older-contract").resolve()
+    env = _clean_env()
+    acme = root / "src" / "hwbench-acme"
+    write_guide_plugin(AUTHORS_GUIDE, acme)
+    plugin = acme / "src" / "hwbench_acme" / "plugin.py"
+    declared = re.compile(r"^HWBENCH_CONTRACT = (\d+)\b", flags=re.MULTILINE)
+    found = declared.findall(plugin.read_text())
+    assert found == [str(CONTRACT_VERSION)], f"the guide's plugin declares {found}"
+    older = CONTRACT_VERSION - 1
+    plugin.write_text(declared.sub(f"HWBENCH_CONTRACT = {older}", plugin.read_text()))
+    bindir = _install(root, env, [acme])
+    python = bindir / ("python.exe" if os.name == "nt" else "python")
+    older_venv = Venv(root, python, bindir / "hwbench", env, acme, acme, [])
+    status = older_venv.plugins()["acme"]
+    assert (status["status"], status["contract"]) == ("loaded", older), status  # the host's is newer
+    proc = older_venv.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", acme / "tests" / "test_acme.py")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout and " failed" not in proc.stdout
 
 
 # --- a third-party audit protocol (plugin contract 3) ------------------------------------------------

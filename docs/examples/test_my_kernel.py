@@ -12,9 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwbench.core.hookspecs import hookimpl
-from hwbench.core.kernel import Kernel, KernelInfo, Workload
-from hwbench.core.ops import OpClass, Ops
+from hwbench.api import Kernel, KernelInfo, OpClass, Ops, Workload, hookimpl
 from hwbench.testing import assert_kernel_matches_cpu
 
 
@@ -82,10 +80,7 @@ def test_cable_on_device_profiles(cable, device, mode, max_mv):
 def test_groq_exp_error_is_bounded_by_its_reduced_width(v):
     """Property: on the Groq profile, the drive's exp is the fp32 exp rounded to the profile's
     reduced width, so it stays within half an ulp of that width of the exact value (+ fp32's)."""
-    from hwbench.accuracy.numerics.emulate import emulating_ops
-    from hwbench.accuracy.numerics.emulated_array import unwrap
-    from hwbench.core.engines.numpy_engine import NumpyOps
-    from hwbench.core.plugins import get_registry
+    from hwbench.api import NumpyOps, emulating_ops, get_registry, unwrap
 
     profile = get_registry().device("groq").numerics("default")
     bits = profile.parameters["reduced_mantissa_bits"]

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 STUDY_SEED = 42
 """The seed the study (Landsmeer et al. 2024) gave numpy's global generator before drawing its
 network: the published protocols (bench, validation, spike stress) default to it, so io-ehh runs
-on the study's own network (specs/io-ehh.md)."""
+on the study's own network (docs/io-ehh.md)."""
 
 Progress = Callable[[str, float, float], None]
 """(run label, amount done in this step, total of that label): biological ms, or 1 per finished run."""

@@ -1,4 +1,4 @@
-"""The published performance protocol (Landsmeer et al. 2024, specs/io-ehh.md).
+"""The published performance protocol (Landsmeer et al. 2024, docs/io-ehh.md).
 
 Unconnected and connected networks over a list of sizes; 100 ms of biological time per run; the
 minimum wall time of 5 runs with transfers included; setup time (allocation + compilation)
@@ -93,6 +93,6 @@ def run_bench(
         "seed": plan.seed,
         "energy": "metered over each timed run (RAPL / NVML where readable)" if plan.energy else "off",
         "energy_model": plan.energy_model,
-        "source": "Landsmeer et al., Neurocomputing 2024 (performance protocol); specs/io-ehh.md",
+        "source": "Landsmeer et al., Neurocomputing 2024 (performance protocol); docs/io-ehh.md",
     }
     return BenchResult(protocol=protocol, timings=timings, skipped=plan.skipped)

@@ -59,7 +59,7 @@ class DLTiming(BaseModel, defer_build=True):
     """What a DL primitive's timing adds: configuration, precision, FLOPs and the peak used.
 
     Two FLOP figures: ``flops`` counts the operations actually computed, ``flops_paper`` the
-    paper's printed formula (which differs for Conv2D and the LSTM; specs/dl-primitives.md).
+    paper's printed formula (which differs for Conv2D and the LSTM; docs/dl-primitives.md).
     """
 
     config: str

@@ -25,7 +25,7 @@ class VoltageDeviation(Metric):
         summary="max and box statistics of |V - V_ref|, overall and over the first / last second",
         definition="|V - V_ref| of the probed signal at every sample; max, and box statistics (median, quartiles, "
         "whiskers) over the first and the last simulated second",
-        source="Landsmeer et al., Neurocomputing 2024 (accuracy protocol); specs/io-ehh.md",
+        source="Landsmeer et al., Neurocomputing 2024 (accuracy protocol); docs/io-ehh.md",
     )
 
     def compute(self, **data: Any) -> dict[str, float]:
@@ -47,7 +47,7 @@ class SpikeAgreement(Metric):
         unit="spikes / ms",
         summary="spikes at step resolution: count difference, matched fraction, |dt| median/p99/max, van Rossum",
         definition="spikes (kernel's spike rule) of candidate and reference matched at step resolution",
-        source="specs/io-ehh.md; docs/audit.md",
+        source="docs/io-ehh.md; docs/audit.md",
     )
 
     def compute(self, **data: Any) -> dict[str, float]:

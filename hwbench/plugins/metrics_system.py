@@ -14,7 +14,7 @@ from typing import Any
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.metric import Metric, MetricInfo
 
-GUIDE = "HPC-benchmarking guide for neuronal network simulators (Protocol 1: system metrics); specs/metrics.md"
+GUIDE = "HPC-benchmarking guide for neuronal network simulators (Protocol 1: system metrics); docs/metrics.md"
 IPU_STUDY = "Sun, Eshraghian, Lu et al., arXiv:2211.10725 (2022) (throughput per watt, img/s/W)"
 
 

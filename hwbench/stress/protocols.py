@@ -69,7 +69,7 @@ def _info(name: str, summary: str) -> ProtocolInfo:
         floor=_FLOOR,
         verdict=_VERDICT,
         forensics=_FORENSICS,
-        sources=["Landsmeer et al., Neurocomputing 2024 (specs/io-ehh.md)"],
+        sources=["Landsmeer et al., Neurocomputing 2024 (docs/io-ehh.md)"],
     )
 
 

@@ -1,5 +1,5 @@
 """The stress test: a warm-up, then pulses of input to random subsets of cells (for io-ehh, the
-spike stress test of Landsmeer et al. 2024, specs/io-ehh.md).
+spike stress test of Landsmeer et al. 2024, docs/io-ehh.md).
 
 What is pulsed, how hard, how often and which parameter varies from cell to cell come from the
 kernel's record (:class:`hwbench.core.protocol_facts.StressFacts`). All randomness comes from one

@@ -1,4 +1,4 @@
-"""The io-ehh equations against an independent scalar transcription of specs/io-ehh.md."""
+"""The io-ehh equations against an independent scalar transcription of docs/io-ehh.md."""
 
 from __future__ import annotations
 

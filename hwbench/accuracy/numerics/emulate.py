@@ -792,7 +792,7 @@ class EmulatingOps:
         (hashed once per step and shape from the run seed, the step and the element index) times
         the operation's own odd multiplier (:func:`random_bits.op_bits`): one multiply per
         rounding. Hashing every element for every rounding cost more than the rounding itself
-        (docs/numerics.md, issue 31)."""
+        (docs/numerics.md, "Stochastic rounding and the random bits")."""
         key = (tuple(shape), self._index_offset)
         words = self._words.get(key)
         if words is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hwbench.core.engine import Engine
 from hwbench.core.errors import UnavailableError, UsageError, unknown_name
 
-# Fastest first, by benchmarks/io_engines.py on a 2-core CPU (see docs/engines.md).
+# Fastest first, by benchmarks/io_engines.py on a 2-core CPU (see docs/index.md, "Benchmarks").
 PREFERENCE = ("jax", "numpy", "tensorflow", "onnx")
 
 

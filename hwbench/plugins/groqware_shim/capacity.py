@@ -50,7 +50,7 @@ STUDY_UNCONNECTED_LIMIT_CELLS = 640_000
 STUDY_FUSED_STEPS = 40
 """Steps fused into one program in the study (1 ms at dt = 0.025 ms)."""
 IO_EHH_MEAN_DEGREE = 10
-"""Gap junctions per cell (specs/io-ehh.md): ngj = 10 x ncells directed entries."""
+"""Gap junctions per cell (docs/io-ehh.md): ngj = 10 x ncells directed entries."""
 IO_EHH_ONEHOT_PER_STEP = 3
 """One-hot products per io-ehh step: gather V[src], gather V[tgt], scatter-add into targets."""
 IO_EHH_STREAMED_PER_CELL = 15

@@ -1,6 +1,6 @@
 """The DL-primitives accuracy protocol: every output element against the fp64 gold, judged by bounds.
 
-For GEMM / Conv2D / ReLU / LSTM (specs/dl-primitives.md): the same seeded inputs (float32
+For GEMM / Conv2D / ReLU / LSTM (docs/dl-primitives.md): the same seeded inputs (float32
 values) go to the numpy fp64 gold, the CPU fp32 reference (the floor) and every candidate
 device emulated with its numerics profile. Per output element: relative error, and error as a
 fraction of the profile's deterministic bound ``c_det(K) (|A||B|)_ij`` and probabilistic bound

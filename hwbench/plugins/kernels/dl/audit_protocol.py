@@ -57,7 +57,7 @@ INFO = ProtocolInfo(
     verdict="an element beyond its format's deterministic bound, or non-finite, is a FAIL naming the element; "
     "else PASS with the worst ratio to the bound (docs/dl-primitives.md)",
     forensics="the worst element: its index, value, gold, error and bound",
-    sources=["Higham, Accuracy and Stability of Numerical Algorithms (2002), gamma_K bounds; specs/dl-primitives.md"],
+    sources=["Higham, Accuracy and Stability of Numerical Algorithms (2002), gamma_K bounds; docs/dl-primitives.md"],
 )
 
 

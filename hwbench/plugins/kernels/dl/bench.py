@@ -231,6 +231,6 @@ def run_dl_bench(
         "max_gflop": plan.max_gflop,
         "half_double_batch": plan.half_double_batch,
         "flops_convention": CONVENTION,
-        "source": "Emani et al., PMBS 2022, Sec. IV (DeepBench primitives); specs/dl-primitives.md",
+        "source": "Emani et al., PMBS 2022, Sec. IV (DeepBench primitives); docs/dl-primitives.md",
     }
     return BenchResult(protocol=protocol, timings=timings, skipped=plan.skipped)

@@ -1,4 +1,4 @@
-"""DeepBench shapes of the AI-accelerator evaluation, and their FLOP counts (specs/dl-primitives.md).
+"""DeepBench shapes of the AI-accelerator evaluation, and their FLOP counts (docs/dl-primitives.md).
 
 Every shape knows its batch dimension (what a documented scale-down may shrink), how many bytes
 its operands need, and its work twice: by the paper's printed formula and by the operations the

@@ -1,4 +1,4 @@
-"""``io-ehh``: the inferior-olive extended Hodgkin-Huxley network kernel (spec: specs/io-ehh.md).
+"""``io-ehh``: the inferior-olive extended Hodgkin-Huxley network kernel (spec: docs/io-ehh.md).
 
 The kernel object ties the pieces together: :mod:`.model` (the cell equations, written against
 the ops interface), :mod:`.network` (seeded torus connectivity) and the workload (parameters,
@@ -27,7 +27,7 @@ NETWORK_OPTIONS: dict[str, float] = {"mean_degree": network.DEFAULT_MEAN_DEGREE,
 STUDY_SEED = 42
 
 # What meta records about the network: whose generator, and which numbering src/tgt/state use.
-GENERATOR = "ioperf sample_connections_3d (the study's; specs/io-ehh.md)"
+GENERATOR = "ioperf sample_connections_3d (the study's; docs/io-ehh.md)"
 CELL_NUMBERING = "cell numbers by partner count; annotations['position'] = grid index x + n*y + n*n*z"
 
 # Spikes are somatic Na action potentials, i.e. upward crossings of 0 mV. In traces of the spike
@@ -79,7 +79,7 @@ PARAMETER_RANGES: dict[str, ParamRange] = {
     "rmax": ParamRange(1.0, 50.0, low_open=True, unit="grid steps", per_cell=False),
 }
 
-STUDY = "Landsmeer et al., Neurocomputing 2024 (specs/io-ehh.md)"
+STUDY = "Landsmeer et al., Neurocomputing 2024 (docs/io-ehh.md)"
 
 # The study's two accuracy protocols. Validation: a connected 729-cell (9^3) network for 10 s,
 # I_app = 0, somatic voltage every 1 ms. Stress: 64 cells (4^3), g_CaL per cell 0.5 + 0.9 U(0, 1),

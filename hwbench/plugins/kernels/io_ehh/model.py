@@ -4,7 +4,7 @@ Every function here is written against the ops interface (:mod:`hwbench.core.ops
 arithmetic on arrays plus ``ops.exp`` / ``ops.less`` / ``ops.where`` / ``ops.stack`` and, for the gap
 junctions, :func:`~hwbench.core.ops.gather_map_scatter`. The same code therefore runs on numpy,
 JAX, TensorFlow and under an emulating ops namespace that rounds every result as a chip would.
-Each function reads like the equations of ``specs/io-ehh.md``; none branches on array values, so
+Each function reads like the equations of ``docs/io-ehh.md``; none branches on array values, so
 every engine can compile it.
 
 Parameters ``p`` are the ``params`` dict an engine passes to ``Kernel.step``: each entry is a

@@ -1,7 +1,7 @@
 """Seeded gap-junction connectivity of the inferior olive on a 3-D torus: the study's generator.
 
 This is the network of the AI-chip study (Landsmeer et al. 2024; its ``ioperf`` package,
-``sample_connections_3d``), as ../shared/specs/io-ehh.md describes it, so a seed gives the same
+``sample_connections_3d``), as docs/io-ehh.md describes it, so a seed gives the same
 directed pairs as the study's code (tests/kernels/test_io_ehh_network.py checks them against
 arrays made by that code). Cells sit on an n x n x n grid with wrap-around; the grid index of
 the cell at (x, y, z) is ``x + n*y + n*n*z``. Partners are drawn by grid offset:
