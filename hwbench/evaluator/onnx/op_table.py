@@ -52,5 +52,5 @@ def lookup(op_type: str, domain: str, opset: int, node: str) -> OpFn:
         raise UsageError(f"node '{node}': opset {opset} is not supported (opsets {MIN_OPSET} to {MAX_OPSET})")
     fn = _TABLE.get(op_type)
     if fn is None:
-        raise UsageError(f"node '{node}': ONNX op {op_type} is not supported; docs/models.md lists the supported ones")
+        raise UsageError(f"node '{node}': ONNX op {op_type} is not supported")
     return fn
