@@ -38,7 +38,7 @@ def op(*names: str) -> Callable[[OpFn], OpFn]:
 
 
 def supported() -> list[str]:
-    """Every ONNX op the evaluator implements (docs/models.md lists them with their arithmetic)."""
+    """Every ONNX op the evaluator implements."""
     return sorted(_TABLE)
 
 
