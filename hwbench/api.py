@@ -25,6 +25,9 @@ Also in contract 3 (an addition, which alone would need no version bump): ``matr
 ``MatrixUnit``, ``MatrixUnitModel`` and ``MATRIX_UNITS``, the block-FMA matrix units of real GPUs
 (``docs/matrix-units.md``); and ``AuditContext.run_slot(cost)``, which a protocol holds while
 a run simulates, so that an audit's runs share the cores one per core, the costliest first.
+Further additions: ``load_inputs`` / ``InputOps`` (an engine hands a step its inputs through
+``load_inputs``, so that an emulation rounds arithmetic on them), ``PublishedTiming`` (a chip's
+published speed, ``DeviceSpec.published_timing``), ``RunSummary.native`` and ``MetricInfo.units``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,16 @@ from hwbench.core.audit_report import AuditReport, CandidateVerdict, ProtocolRep
 from hwbench.core.contract import CONTRACT_VERSION
 from hwbench.core.device import Device, DeviceKind, DeviceSpec, ProbeResult, RunRequest, Support
 from hwbench.core.energy import EnergyReading, PublishedEnergy
-from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params
+from hwbench.core.engine import (
+    Engine,
+    Executor,
+    InputOps,
+    OpsWrapper,
+    RunOutput,
+    SteppedOps,
+    kernel_params,
+    load_inputs,
+)
 from hwbench.core.engines.replay import replay
 from hwbench.core.engines.select import pick_engine
 from hwbench.core.errors import (
@@ -62,6 +74,7 @@ from hwbench.core.metric import Metric, MetricInfo, evaluate
 from hwbench.core.ops import OPS_FUNCTIONS, OpClass, Ops
 from hwbench.core.plugins import get_registry, load_registry
 from hwbench.core.protocol_facts import AuditFacts, AuditFloors, SpikeTrainFacts, StressFacts, ValidationFacts
+from hwbench.core.published import PublishedTiming
 from hwbench.core.scenario import Trace
 
 __all__ = [
@@ -96,6 +109,7 @@ __all__ = [
     "FixedFormat",
     "FloatFormat",
     "HwbenchError",
+    "InputOps",
     "Kernel",
     "KernelInfo",
     "Knob",
@@ -114,6 +128,7 @@ __all__ = [
     "ProtocolInfo",
     "ProtocolReport",
     "PublishedEnergy",
+    "PublishedTiming",
     "RoundingMode",
     "RunOutput",
     "RunRequest",
@@ -140,6 +155,7 @@ __all__ = [
     "hookimpl",
     "kernel_params",
     "layer_activity",
+    "load_inputs",
     "load_registry",
     "matrix_unit",
     "pick_engine",
