@@ -25,7 +25,8 @@ table{border-collapse:collapse;margin:.5em 0;font-size:.85em}td,th{border:1px so
 text-align:left;vertical-align:top}th{background:#f3f3f3}.verdict{font-size:1.3em;font-weight:bold;padding:.6em 1em;
 border-radius:.3em;margin:1em 0}.PASS{background:#d9f2d9;color:#14521b}.WARN{background:#fff1c2;color:#6b4e00}
 .FAIL{background:#f8d0d0;color:#7a1010}.NONE{background:#e8eef7;color:#203a60}img{max-width:100%}
-.muted{color:#666;font-size:.85em}td.num{text-align:right;font-variant-numeric:tabular-nums}pre{background:#f7f7f7;padding:.5em;overflow:auto;font-size:.8em}
+.muted{color:#666;font-size:.85em}pre{background:#f7f7f7;padding:.5em;overflow:auto;font-size:.8em}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
 """
 
 
