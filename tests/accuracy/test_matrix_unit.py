@@ -74,6 +74,30 @@ def test_specials(backend: str) -> None:
     assert one(u, [2.0**127, *z], [2.0, *z], 0.0) == math.inf  # overflow of the block result
 
 
+def _fp8_row(products: dict[int, tuple[float, float]], k: int = 32) -> tuple[list[float], list[float]]:
+    a, b = [0.0] * k, [0.0] * k
+    for i, (x, y) in products.items():
+        a[i], b[i] = x, y
+    return a, b
+
+
+def test_instruction_fields_are_checked() -> None:
+    base = {"input_format": "fp8-e4m3", "output_format": "fp16", "block_terms": 16, "c_position": "after-rounded"}
+    with pytest.raises(ValueError, match="whole number of blocks of 16"):
+        MatrixUnitModel(**base, instruction_terms=24)
+    with pytest.raises(ValueError, match="deal an instruction of 32 terms evenly"):
+        MatrixUnitModel(**base, instruction_terms=32, interleave=3)
+    with pytest.raises(ValueError, match="after-rounded c"):
+        MatrixUnitModel(**{**base, "c_position": "alignment"}, instruction_terms=32)
+    with pytest.raises(ValueError, match="an alignment bit below the result's"):
+        MatrixUnitModel(**base, instruction_terms=32, interleave=2, extra_alignment_bits=-13)
+    with pytest.raises(ValueError, match="toward-zero or nearest-even"):
+        MatrixUnitModel(**base, late_rounding="down")
+    strict = MatrixUnit(MatrixUnitModel(**base, instruction_terms=32, interleave=2, pad_k=False))
+    with pytest.raises(UsageError, match="whole instructions of 32; got K=16"):
+        strict.inner(np.ones((1, 16)), np.ones((1, 16)), np.zeros(1))
+
+
 def test_every_named_unit_has_models() -> None:
     assert set(MATRIX_UNITS) == {"v100", "a100", "a2", "a30", "ada", "l40s", "h100", "h200", "b200"} | {
         "mi100",
