@@ -17,9 +17,8 @@ Order matters and is fixed: result bits R first (the output's effective fraction
 instruction size with R-scaled vectors (where ``c`` is rounded in), then the lanes of the first
 block (which terms it takes: consecutive ones, or runs dealt to several blocks), then, on those
 lanes, final rounding, alignment bits F, alignment rounding, where ``c`` joins, subnormals,
-carry bits, normalisation and monotonicity. A feature whose probe
-cannot be built for this unit (too few terms per block, a format too narrow) is ``None`` and its
-note says why: never a guess.
+carry bits, normalisation and monotonicity. A feature whose probe cannot be built for this unit
+(too few terms per block, a format too narrow) is ``None`` and its note says why: never a guess.
 """
 
 from __future__ import annotations
@@ -230,9 +229,10 @@ def _later_block(pr: _Probe, pairs: list[tuple[int, int]]) -> list[bool]:
 def _lanes(pr: _Probe, n: int | None) -> tuple[int | None, int | None]:
     """The first block's lanes within an instruction of n terms: (block size, interleave run).
 
-    A partner p of position 0 is a position no other comes before; the positions that do not come
-    after p share the first block. Consecutive blocks are not split (a binary tree of roundings,
-    as on CDNA2, reads the same); interleaved lanes must be runs dealt round-robin."""
+    A partner p of position 0 (searched among positions 1 to 8) is a position no other comes
+    before; the positions that do not come after p share the first block. Consecutive blocks are
+    not split (a binary tree of roundings, as on CDNA2, reads the same); interleaved lanes must be
+    runs dealt round-robin."""
     if n is None or n < 4:
         return n, None
     if all(_later_block(pr, [(1, 2), (2, 1)])):

@@ -144,6 +144,7 @@ def test_jax_matches_reference(model: MatrixUnitModel) -> None:
         ("ada", "fp8-e5m2", "fp32"),
         ("mi300", "fp8-e4m3", "fp32"),
         ("mi250", "bf16", "fp32"),
+        ("h200", "fp8-e4m3", "fp16"),
     ],
 )
 def test_matmul_is_inner_products(key: tuple[str, str, str], backend: str) -> None:

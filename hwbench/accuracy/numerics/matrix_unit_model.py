@@ -79,9 +79,8 @@ class MatrixUnitModel(BaseModel, frozen=True):
     instruction, and ``interleave`` deals an instruction's terms to its blocks in runs of that
     many consecutive terms, round-robin (None: each block takes consecutive terms; interleaved
     blocks keep at least one alignment bit below the result's, which is how the probes find
-    their lanes). Hopper's and
-    Blackwell's fp8 -> fp16 instruction of 32 terms runs as two 16-term blocks, the first taking
-    terms 0, 1, 4, 5, 8, 9, ... (runs of 2) and the second the rest.
+    their lanes). Hopper's and Blackwell's fp8 -> fp16 instruction of 32 terms runs as two
+    16-term blocks, the first taking terms 0, 1, 4, 5, 8, 9, ... (runs of 2), the second the rest.
 
     The other fields: ``alignment_rounding`` (``truncate``, or ``sticky``: one more bit below the
     cut, set when any bit was lost); ``final_rounding`` (``toward-zero`` / ``nearest-even``);
@@ -91,8 +90,9 @@ class MatrixUnitModel(BaseModel, frozen=True):
     block an infinity); ``subnormals_in`` / ``subnormals_out`` (``keep`` or ``flush`` the inputs /
     results and ``c`` below the format's smallest normal); ``fp8_variant`` (``ocp``: e4m3fn and
     e5m2; ``fnuz``: the bias-8 / bias-16 variants); ``pad_k`` (K not a whole number of
-    instructions is padded with zero products, else refused). ``source``, ``confidence`` and ``notes`` say where
-    the values come from (``notes`` maps a field name to its own citation where it differs).
+    instructions is padded with zero products, else refused). ``source``, ``confidence`` and
+    ``notes`` say where the values come from (``notes`` maps a field name to its own citation
+    where it differs).
     Carries are never lost: the aligned integers are added exactly, as in every published model.
     """
 
