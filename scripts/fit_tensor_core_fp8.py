@@ -68,11 +68,7 @@ def candidates(fin: str) -> Iterator[MatrixUnitModel]:
             runs = (None,) if instruction == block else (None, *(r for r in (1, 2, 4, 8) if r < block))
             for run in runs:  # a run of a whole block deals it consecutive terms: the same as None
                 fields = {**base, "c_position": "after-rounded", "late_rounding": late}
-                fields.update(instruction_terms=instruction, interleave=run)
-                try:
-                    yield MatrixUnitModel(**fields)
-                except ValueError:  # a run that does not deal the instruction evenly
-                    continue
+                yield MatrixUnitModel(**fields, instruction_terms=instruction, interleave=run)
 
 
 def misses(unit: Any, data: tuple[np.ndarray, ...]) -> int:

@@ -124,6 +124,10 @@ def _nvidia(name: str) -> dict[tuple[str, str], MatrixUnitModel]:
 
 _FIT_SCRIPT = "scripts/fit_tensor_core_fp8.py"
 _VALIDATED = "bit-exact against the published real-GPU vectors"
+_FIT_SOURCE = (
+    f"fitted by this project ({_FIT_SCRIPT}) to the real-GPU vectors published with Khattak & Mikaitis, "
+    f"arXiv:2512.07004, {_REPO} model_validation/"
+)
 
 # Units whose parameters are this project's fits to the published real-GPU vectors (confidence
 # measured; the search that finds them: scripts/fit_tensor_core_fp8.py; the reasoning:
@@ -146,6 +150,7 @@ _FITTED: dict[tuple[str, str], dict[str, Any]] = {
     # Ada fp8 -> fp16: the fp8 -> fp32 unit (16 terms, 13 fraction bits kept at alignment, c in
     # the alignment) with each block rounded to nearest even onto fp16 (all 10 fraction bits).
     ("ada", "fp16"): {
+        "source": _FIT_SOURCE,
         "confidence": Confidence.MEASURED,
         "notes": {
             "validation": _VALIDATED + " (Ada; no L40S fp16-output vectors are published)",
@@ -165,6 +170,7 @@ _FITTED: dict[tuple[str, str], dict[str, Any]] = {
             "c_position": "after-rounded",
             "late_rounding": "nearest-even",
             "final_rounding": "nearest-even",
+            "source": _FIT_SOURCE,
             "confidence": Confidence.MEASURED,
             "notes": {
                 "validation": _VALIDATED,
