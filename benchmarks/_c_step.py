@@ -84,6 +84,7 @@ def library() -> ctypes.CDLL:
     lib.io_ehh_run.restype = None
     lib.fma_peak_kernel.restype = ctypes.c_float
     lib.fma_peak_kernel.argtypes = [ctypes.c_long, ctypes.POINTER(ctypes.c_float)]
+    lib.copy_kernel.restype = None
     _LIBRARY = lib
     return lib
 
@@ -156,22 +157,39 @@ class CLoop:
         return COutput(state=cur, probes=probes, spikes=spikes.astype(np.int16))
 
 
-def fma_peak_flops(seconds: float = 0.2, repeat: int = 7) -> float:
-    """This core's fp32 peak, measured: FLOP/s of independent fused multiply-adds (2 FLOPs each),
-    the best of ``repeat`` calls of about ``seconds`` each, timed in CPU time (the core's rate
-    while this process runs on it: time other processes take from a shared machine is not counted)."""
-    lib = library()
-    sink = ctypes.c_float()
-    reps = 1 << 16
-    while True:  # calibrate to about `seconds`
+def _best_cpu_seconds(call: Any, reps: int, seconds: float, repeat: int) -> tuple[int, float]:
+    """``call(reps)`` calibrated (reps doubled) to about ``seconds`` of CPU time, then the best of
+    ``repeat`` timed calls; returns (reps, best CPU seconds). CPU time is the core's rate while this
+    process runs on it: time that other processes take from a shared machine is not counted."""
+    while True:
         start = time.process_time()
-        lib.fma_peak_kernel(reps, ctypes.byref(sink))
+        call(reps)
         if time.process_time() - start > seconds / 4:
             break
         reps *= 2
     best = float("inf")
     for _ in range(repeat):
         start = time.process_time()
-        lib.fma_peak_kernel(reps, ctypes.byref(sink))
+        call(reps)
         best = min(best, time.process_time() - start)
+    return reps, best
+
+
+def copy_bandwidth(nbytes: int, seconds: float = 0.05, repeat: int = 5) -> float:
+    """Bytes per second of copies moving ``nbytes`` (half read, half written), in CPU time."""
+    n = max(16, nbytes // 8)
+    src, dst = np.ones(n, dtype=np.float32), np.empty(n, dtype=np.float32)
+    lib, f = library(), ctypes.c_float
+
+    def call(reps: int) -> None:
+        lib.copy_kernel(ctypes.c_long(reps), ctypes.c_int(n), _pointer(src, f), _pointer(dst, f))
+
+    reps, best = _best_cpu_seconds(call, 16, seconds, repeat)
+    return reps * 8 * n / best
+
+
+def fma_peak_flops(seconds: float = 0.2, repeat: int = 7) -> float:
+    """This core's fp32 peak, measured: FLOP/s of independent fused multiply-adds (2 FLOPs each), in CPU time."""
+    lib, sink = library(), ctypes.c_float()
+    reps, best = _best_cpu_seconds(lambda reps: lib.fma_peak_kernel(reps, ctypes.byref(sink)), 1 << 16, seconds, repeat)
     return reps * 12 * 16 * 2 / best

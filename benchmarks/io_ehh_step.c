@@ -18,8 +18,10 @@
 
    It computes the same model as hwbench's JAX engine, not the same bits: its exp is not XLA's,
    and GCC and XLA contract different a*b + c into fused multiply-adds (which round once where a
-   multiply and an add round twice). Divisions stay divisions (no reciprocal multiplication), as
-   the model writes them, and as XLA keeps them. The trajectories agree to float32 tolerance (tests/engines/test_c_limit_step.py). */
+   multiply and an add round twice). Like XLA, it multiplies by a constant's reciprocal (rounded
+   to float32 at compile time) where the model divides by the constant, which leaves 21 divisions
+   per cell, as in XLA's optimised program. The trajectories agree to float32 tolerance
+   (tests/engines/test_c_limit_step.py). */
 
 #include <stdint.h>
 #include <string.h>
@@ -58,7 +60,7 @@ static inline float exp_f(float x) {
     return p * scale;
 }
 
-static inline float sig(float V, float a, float b) { return 1.0f / (1.0f + exp_f(-(V + a) / b)); }
+static inline float sig(float V, float a, float b) { return 1.0f / (1.0f + exp_f(-(V + a) * (1.0f / b))); }
 
 /* x[index[i]] for i < count, with scalar loads: AVX-512 gathers are slower here (measured) */
 __attribute__((optimize("no-tree-vectorize"))) static void gather(int count, const float *restrict x,
@@ -78,7 +80,7 @@ static void junctions(int n, const float *restrict Vd, int npass, const int32_t 
         gather(count, Vd, src + offset, v_src);
         for (int i = 0; i < count; i++) {
             float dv = v_src[i] - Vd[i];
-            gj[i] += dv * (0.2f + 0.8f * exp_f(-(dv * dv) / 100.0f));
+            gj[i] += dv * (0.2f + 0.8f * exp_f(-(dv * dv) * (1.0f / 100.0f)));
         }
         offset += count;
     }
@@ -126,20 +128,21 @@ static void step(int n, const float *restrict in, float *restrict out, const flo
         float I_as = p->g_int_1mp2 * (V - i_v_axon[i]);
         float I_CaL = p->g_CaL * (k * k * k) * l * (V - p->V_Ca);
         float dk = sig(V, 61.0f, 4.2f) - k;
-        float l_inf = 1.0f / (1.0f + exp_f((V + 85.0f) / 8.5f));
-        float tau_l = 20.0f * exp_f((V + 160.0f) / 30.0f) / (1.0f + exp_f((V + 84.0f) / 7.3f)) + 35.0f;
+        float l_inf = 1.0f / (1.0f + exp_f((V + 85.0f) * (1.0f / 8.5f)));
+        float tau_l = 20.0f * exp_f((V + 160.0f) * (1.0f / 30.0f)) / (1.0f + exp_f((V + 84.0f) * (1.0f / 7.3f)))
+                      + 35.0f;
         float dl = (l_inf - l) / tau_l;
         float m = sig(V, 30.0f, 5.5f);
-        float h_inf = 1.0f / (1.0f + exp_f((V + 70.0f) / 5.8f));
+        float h_inf = 1.0f / (1.0f + exp_f((V + 70.0f) * (1.0f / 5.8f)));
         float I_Na = p->g_Na_s * (m * m * m) * h * (V - p->V_Na);
-        float dh = (h_inf - h) / (3.0f * exp_f(-(V + 40.0f) / 33.0f));
+        float dh = (h_inf - h) / (3.0f * exp_f(-(V + 40.0f) * (1.0f / 33.0f)));
         float n2 = nn * nn;
         float I_Kdr = p->g_Kdr_s * (n2 * n2) * (V - p->V_K);
-        float dn = (sig(V, 3.0f, 10.0f) - nn) / (5.0f + 47.0f * exp_f((V + 50.0f) / 900.0f));
+        float dn = (sig(V, 3.0f, 10.0f) - nn) / (5.0f + 47.0f * exp_f((V + 50.0f) * (1.0f / 900.0f)));
         float x2 = x * x;
         float I_K = p->g_K_s * (x2 * x2) * (V - p->V_K);
-        float ax = 0.13f * (V + 25.0f) / (1.0f - exp_f(-(V + 25.0f) / 10.0f));
-        float bx = 1.69f * exp_f(-(V + 35.0f) / 80.0f);
+        float ax = 0.13f * (V + 25.0f) / (1.0f - exp_f(-(V + 25.0f) * (1.0f / 10.0f)));
+        float bx = 1.69f * exp_f(-(V + 35.0f) * (1.0f / 80.0f));
         float dx = (ax / (ax + bx) - x) * (ax + bx);
         float dVs = -p->S * (I_leak + I_ds + I_as + I_K + I_Kdr + I_Na + I_CaL);
         /* axon */
@@ -147,13 +150,13 @@ static void step(int n, const float *restrict in, float *restrict out, const flo
         float aI_leak = p->g_la * (U - p->V_l);
         float I_sa = p->g_int_p2 * (U - V);
         float am = sig(U, 30.0f, 5.5f);
-        float ah_inf = 1.0f / (1.0f + exp_f((U + 60.0f) / 5.8f));
+        float ah_inf = 1.0f / (1.0f + exp_f((U + 60.0f) * (1.0f / 5.8f)));
         float aI_Na = p->g_Na_a * (am * am * am) * ah * (U - p->V_Na);
-        float dah = (ah_inf - ah) / (1.5f * exp_f(-(U + 40.0f) / 33.0f));
+        float dah = (ah_inf - ah) / (1.5f * exp_f(-(U + 40.0f) * (1.0f / 33.0f)));
         float ax2 = axx * axx;
         float aI_K = p->g_K_a * (ax2 * ax2) * (U - p->V_K);
-        float aax = 0.13f * (U + 25.0f) / (1.0f - exp_f(-(U + 25.0f) / 10.0f));
-        float abx = 1.69f * exp_f(-(U + 35.0f) / 80.0f);
+        float aax = 0.13f * (U + 25.0f) / (1.0f - exp_f(-(U + 25.0f) * (1.0f / 10.0f)));
+        float abx = 1.69f * exp_f(-(U + 35.0f) * (1.0f / 80.0f));
         float dax = (aax / (aax + abx) - axx) * (aax + abx);
         float dVa = -p->S * (aI_leak + I_sa + aI_Na + aI_K);
         /* dendrite */
@@ -162,15 +165,15 @@ static void step(int n, const float *restrict in, float *restrict out, const flo
         float dI_leak = p->g_ld * (W - p->V_l);
         float I_sd = p->g_int_1mp1 * (W - V);
         float I_CaH = p->g_CaH * (r * r) * (W - p->V_Ca);
-        float ar = 1.7f / (1.0f + exp_f(-(W - 5.0f) / 13.9f));
-        float br = 0.02f * (W + 8.5f) / (exp_f((W + 8.5f) / 5.0f) - 1.0f);
+        float ar = 1.7f / (1.0f + exp_f(-(W - 5.0f) * (1.0f / 13.9f)));
+        float br = 0.02f * (W + 8.5f) / (exp_f((W + 8.5f) * (1.0f / 5.0f)) - 1.0f);
         float dr = 0.2f * (ar / (ar + br) - r) * (ar + br);
         float I_KCa = p->g_K_Ca * sk * (W - p->V_K);
         float drive = 2e-5f * Ca;
         float as = drive < 0.01f ? drive : 0.01f;
         float ds = (as / (as + 0.015f) - sk) * (as + 0.015f);
         float I_h = p->g_h * q * (W - p->V_h);
-        float q_inf = 1.0f / (1.0f + exp_f((W + 80.0f) / 4.0f));
+        float q_inf = 1.0f / (1.0f + exp_f((W + 80.0f) * (1.0f / 4.0f)));
         float dq = (q_inf - q) * (exp_f(-0.086f * W - 14.6f) + exp_f(0.070f * W - 1.87f));
         float dCa = -3.0f * I_CaH - 0.075f * Ca;
         float I_total = dI_leak + I_sd + I_CaH + I_KCa + I_h - I_app[i];
@@ -238,4 +241,12 @@ float fma_peak_kernel(long reps, float *out) {
         for (int i = 0; i < 16; i++) sum += acc[j][i];
     *out = sum;
     return sum;
+}
+
+/* Copy bandwidth at a given size: `reps` copies of n floats from src to dst (read + write). */
+void copy_kernel(long reps, int n, const float *restrict src, float *restrict dst) {
+    for (long r = 0; r < reps; r++) {
+        memcpy(dst, src, sizeof(float) * n);
+        __asm__ volatile("" : : "r"(dst) : "memory"); /* each copy happens */
+    }
 }

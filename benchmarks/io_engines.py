@@ -13,8 +13,9 @@ compiled with ``-O3 -march=native`` where a C compiler is found; skipped with th
 not), float32 only, timed in the same round-robin and doing the same work (probes, spikes). A
 floor: the kernel's own FLOP and byte counts per cell-step against this core's peak, measured (fp32
 FMAs on the widest vectors, from the same C file, in CPU time) and this host's copy bandwidth at the
-step's own byte count, measured (numpy: the cache level the step's data lives in): the floor is the
-larger of FLOPs / peak and bytes / bandwidth, and each contender's time is printed as a multiple of it.
+step's own byte count, measured (a C copy loop: the cache level the step's data lives in): the floor
+is the larger of FLOPs / peak and bytes / bandwidth, and each contender's time is printed as a
+multiple of it (none without a C compiler).
 
     python benchmarks/io_engines.py                      # 729 cells, float32
     python benchmarks/io_engines.py --sizes 729,8000 --dtype float32 --json
@@ -85,29 +86,6 @@ def measure(
     return sorted(result, key=lambda r: r["us_per_step"])
 
 
-def copy_bandwidth(nbytes: int, seconds: float = 0.05, repeat: int = 5) -> float:
-    """Bytes per second of numpy copies moving ``nbytes`` (half read, half written: a buffer the
-    size of what one step touches, so it sits in the cache level the step's data sits in), best of
-    ``repeat`` batches of about ``seconds`` of CPU time."""
-    src = np.ones(max(16, nbytes // 8), dtype=np.float32)
-    dst = np.empty_like(src)
-    calls = 1
-    while True:  # calibrate a batch to about `seconds`
-        start = time.process_time()
-        for _ in range(calls):
-            np.copyto(dst, src)
-        if time.process_time() - start > seconds / 4:
-            break
-        calls *= 2
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        for _ in range(calls):
-            np.copyto(dst, src)
-        best = min(best, time.process_time() - start)
-    return calls * 2 * src.nbytes / best
-
-
 def machine_peak(no_c_loop: bool) -> dict[str, Any]:
     """This core's fp32 peak (measured with the C file's FMA loop; None without a compiler), and how it was obtained."""
     why = "--no-c-loop" if no_c_loop else _c_step.unavailable()
@@ -115,6 +93,13 @@ def machine_peak(no_c_loop: bool) -> dict[str, Any]:
         return {"peak_flops": None, "peak_source": f"not measured ({why})"}
     source = "measured: one core, CPU time of independent fp32 FMAs on 64-byte vectors (io_ehh_step.c)"
     return {"peak_flops": _c_step.fma_peak_flops(), "peak_source": source}
+
+
+def copy_bandwidth(nbytes: int, limit: dict[str, Any]) -> float | None:
+    """This core's copy bandwidth moving ``nbytes`` (a buffer the size of what one step touches, so
+    it sits in the cache level the step's data sits in), measured with the C file's copy loop; None
+    without a compiler (a numpy copy of a cache-sized buffer would time numpy's call, not the copy)."""
+    return _c_step.copy_bandwidth(nbytes) if limit["peak_flops"] else None
 
 
 def add_floor(rows: list[dict[str, Any]], limit: dict[str, Any]) -> None:
@@ -125,13 +110,14 @@ def add_floor(rows: list[dict[str, Any]], limit: dict[str, Any]) -> None:
         size = row["ncells"]
         flops, nbytes = row["flops_per_cell_step"] * size, row["bytes_per_cell_step"] * size
         if size not in bandwidth:
-            bandwidth[size] = copy_bandwidth(int(nbytes))
+            bandwidth[size] = copy_bandwidth(int(nbytes), limit)
         row["bandwidth"] = bandwidth[size]
-        bounds = [nbytes / bandwidth[size]]
-        if limit["peak_flops"]:
-            bounds.append(flops / limit["peak_flops"])
-        row["floor_us_per_step"] = max(bounds) * 1e6
-        row["floor_bound"] = "compute" if len(bounds) == 2 and bounds[1] >= bounds[0] else "memory"
+        if not limit["peak_flops"] or not bandwidth[size]:
+            row["floor_us_per_step"] = row["ratio_to_floor"] = row["cpu_ratio_to_floor"] = None
+            continue
+        compute, memory = flops / limit["peak_flops"], nbytes / bandwidth[size]
+        row["floor_us_per_step"] = max(compute, memory) * 1e6
+        row["floor_bound"] = "compute" if compute >= memory else "memory"
         row["ratio_to_floor"] = row["us_per_step"] / row["floor_us_per_step"]
         row["cpu_ratio_to_floor"] = row["cpu_us_per_step"] / row["floor_us_per_step"]
 
@@ -194,16 +180,20 @@ def print_report(
     for size in sorted({r["ncells"] for r in rows}):
         r0 = next(r for r in rows if r["ncells"] == size)
         flops, nbytes = r0["flops_per_cell_step"], r0["bytes_per_cell_step"]
-        print(f"{size} cells, per cell-step: {flops:.1f} FLOPs, {nbytes:.1f} bytes (the kernel's counts); "
-              f"copy bandwidth at that size {r0['bandwidth'] / 1e9:.0f} GB/s (measured, numpy); "
+        print(f"{size} cells, per cell-step: {flops:.1f} FLOPs, {nbytes:.1f} bytes (the kernel's counts)", end="")
+        if r0["floor_us_per_step"] is None:
+            print("; no floor (no peak measured)")
+            continue
+        print(f"; copy bandwidth at that size {r0['bandwidth'] / 1e9:.0f} GB/s (measured, C copy loop, CPU time); "
               f"floor {r0['floor_us_per_step']:.2f} us/step ({r0['floor_bound']}-bound)")  # fmt: skip
     head = ("engine", "dtype", "ncells", "setup_s", "us/step", "cpu us", "ratio", "x floor", "cpu x floor")
     print("{:12s} {:8s} {:>7s} {:>8s} {:>10s} {:>10s} {:>7s} {:>8s} {:>12s}".format(*head))
     for r in rows:
+        floors = [r["ratio_to_floor"], r["cpu_ratio_to_floor"]]
+        floor_text = "{:8.1f} {:12.1f}".format(*floors) if floors[0] is not None else f"{'-':>8s} {'-':>12s}"
         print(
             f"{r['engine']:12s} {r['dtype']:8s} {r['ncells']:7d} {r['setup_s']:8.2f} {r['us_per_step']:10.1f} "
-            f"{r['cpu_us_per_step']:10.1f} {r['ratio_to_fastest']:7.2f} {r['ratio_to_floor']:8.1f} "
-            f"{r['cpu_ratio_to_floor']:12.1f}"
+            f"{r['cpu_us_per_step']:10.1f} {r['ratio_to_fastest']:7.2f} {floor_text}"
         )
     print_goals(found)
     if any(r.get("xla_small_loop_kernels") is False for r in rows):
