@@ -18,10 +18,10 @@ It is host memory: an accelerator's own memory is not in it. Where the counter c
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import gc
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -53,15 +53,19 @@ def _status_kib(field: str) -> int:
     raise OSError(f"{STATUS} has no {field}")
 
 
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` from the process's own symbols (None where the C library has none)."""
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except OSError:
+        return None
+
+
 def _trim_heap() -> None:
     """Free what is unreachable and give glibc's free heap pages back to the kernel (no-op elsewhere)."""
     gc.collect()
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-    except OSError:
-        trim = None
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
 
