@@ -15,7 +15,8 @@ linux_only = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reas
 
 
 def phase(mib: int) -> int:
-    """The measured peak of a phase that fills ``mib`` MiB (touched, then freed)."""
+    """The measured peak of a phase that fills ``mib`` MiB (touched, then freed). Up to about a MiB
+    of it may come from pages already resident when the phase started (the heap's kept top)."""
     memory = PeakMemory()
     memory.start()
     block = np.ones(mib * MIB // 8)
@@ -27,7 +28,7 @@ def phase(mib: int) -> int:
 
 @linux_only
 def test_a_phase_counts_what_it_held() -> None:
-    assert 64 * MIB <= phase(64) < 96 * MIB
+    assert 63 * MIB <= phase(64) < 96 * MIB
 
 
 @linux_only
@@ -35,7 +36,7 @@ def test_each_phase_has_its_own_peak() -> None:
     """A small phase after a large one reports its own peak (a process-lifetime maximum such as
     ``ru_maxrss`` would report the large one's)."""
     phase(128)
-    assert 8 * MIB <= phase(8) < 40 * MIB
+    assert 7 * MIB <= phase(8) < 40 * MIB
 
 
 def test_not_measured_where_the_peak_cannot_be_reset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
