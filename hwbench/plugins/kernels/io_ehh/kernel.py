@@ -267,12 +267,12 @@ class IoEhhKernel(Kernel):
 
         Per cell, at float64: the initial state and an engine's input and output state (3 x 14), every
         parameter as a per-cell array, and 40 elementwise temporaries of a step: 840 bytes. Per
-        directed junction, 128 bytes: the network generator's transient arrays (draws, int64 keys
-        and their sorted copy), which outweigh the kept int32 src/tgt and a step's per-junction
-        temporaries. Plus :data:`ENGINE_WORKING_BYTES`. Measured peaks (``hwbench bench`` reports
+        directed junction, 128 bytes: the network generator's transient arrays (measured 80-100 bytes
+        per junction while the network is generated), which outweigh the kept int32 src/tgt and a
+        step's per-junction temporaries. Plus :data:`ENGINE_WORKING_BYTES`. Measured peaks (``hwbench bench`` reports
         them per size): JAX and numpy, float32 and float64, 370-590 bytes per cell unconnected and
-        about 900 connected at 216,000-1,000,000 cells, 0.1-0.15 GiB fixed; this estimate is 1.8-2.7x
-        those at 10^6 cells. The traces of a run are estimated apart
+        about 900 connected at 216,000-1,000,000 cells, 0.1-0.15 GiB fixed; this estimate is 2.3-2.5x
+        those at 10^6 cells (docs/bench.md). The traces of a run are estimated apart
         (:func:`hwbench.core.runner.trace_bytes`), since they depend on its length.
         """
         per_cell = 8 * (3 * len(model.STATE_NAMES) + len(model.DEFAULT_PARAMS) + 40)
