@@ -116,13 +116,10 @@ class COutput:
 
 
 class CLoop:
-    """One io-ehh workload on the C loop, float32 (the executor interface the benchmark times)."""
+    """One io-ehh workload on the C loop, float32 (``run`` as an engine's executor runs)."""
 
-    engine_name = "c-loop"
-    dtype = np.dtype(np.float32)
-
-    def __init__(self, kernel: Any, workload: Any, sample_every: int) -> None:
-        from hwbench.core.layout import pass_plan
+    def __init__(self, workload: Any, sample_every: int) -> None:
+        from hwbench.core.layout import check_index, pass_plan
 
         start = time.perf_counter()
         self.lib = library()
@@ -135,6 +132,7 @@ class CLoop:
             plan = pass_plan(tgt, workload.size)
             if not (plan.is_pass_major and plan.in_rank_order):
                 raise ValueError("the C loop takes pass-major junction lists with targets numbered by rank")
+            check_index(np.asarray(src), workload.size)  # the C loop reads V_dend[src] unchecked
             self.counts = np.asarray(plan.counts, dtype=np.int32)
             self.src = np.ascontiguousarray(src, dtype=np.int32)
         self.setup_s = time.perf_counter() - start

@@ -57,7 +57,7 @@ def measure(
     for name, engine in engines.items():
         print(f"[{size} cells] building {name} ({dtype}) ...", file=sys.stderr)
         if engine is None:
-            ex = _c_step.CLoop(kernel, wl, kernel.info.sample_every)
+            ex = _c_step.CLoop(wl, kernel.info.sample_every)
         else:
             ex = engine.build(kernel, wl, dtype=dtype)
         ex.run(wl.state0, inputs, 1)  # warm-up: first-call allocation and caches

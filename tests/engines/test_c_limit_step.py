@@ -49,7 +49,7 @@ def test_c_loop_is_as_close_to_float64_as_hwbench_float32_and_spikes_alike(size:
     kernel, jax_engine = registry.kernel("io-ehh"), registry.engine("jax")
     workload = kernel.make_workload(size, connected=connected, seed=42)
     inputs = {"I_app": np.where(np.random.default_rng(1).random(size) < 1 / 3, DRIVE, 0.0)}
-    c = module.CLoop(kernel, workload, kernel.info.sample_every).run(workload.state0, inputs, MS)
+    c = module.CLoop(workload, kernel.info.sample_every).run(workload.state0, inputs, MS)
     f32 = jax_engine.build(kernel, workload, dtype="float32").run(workload.state0, inputs, MS)
     f64 = jax_engine.build(kernel, workload, dtype="float64").run(workload.state0, inputs, MS)
 
@@ -69,7 +69,7 @@ def test_c_loop_refuses_per_cell_parameters() -> None:
     kernel = load_registry(entry_point_plugins=False, env={}).kernel("io-ehh")
     workload = kernel.make_workload(64, connected=False, seed=0, g_CaL=np.linspace(0.5, 1.4, 64))
     with pytest.raises(ValueError, match="per-cell: g_CaL"):
-        module.CLoop(kernel, workload, kernel.info.sample_every)
+        module.CLoop(workload, kernel.info.sample_every)
 
 
 def _benchmark(env: dict[str, str] | None = None) -> Any:
