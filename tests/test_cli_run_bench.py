@@ -162,6 +162,23 @@ def assert_timing(t: Timing, *, engine: str, ncells: int, ngj: int, connected: b
         assert math.isfinite(value) and value > 0
 
 
+def assert_memory(t: Timing) -> None:
+    """The configuration's peak host memory: measured on Linux, above zero, within the kernel's
+    estimate (which the memory guard refuses sizes by), the process's resident size at its start."""
+    memory = t.memory
+    assert memory is not None
+    assert memory.estimate_bytes == host.load_registry(entry_point_plugins=False, env={}).kernel(
+        "io-ehh"
+    ).memory_estimate(t.ncells, connected=t.connected)
+    if not Path("/proc/self/clear_refs").exists():
+        assert memory.status == "not measured" and memory.reason
+        return
+    assert memory.status == "measured" and "VmHWM" in memory.method
+    assert memory.peak_bytes is not None and memory.start_bytes is not None
+    assert 0 < memory.peak_bytes <= memory.estimate_bytes
+    assert memory.start_bytes > 10 * 2**20  # an interpreter with numpy loaded: tens of MiB at least
+
+
 # --------------------------------------------------------------------------------------------- run
 def test_run_writes_a_valid_result_with_probed_cells_and_positions(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
@@ -320,6 +337,8 @@ def test_bench_writes_consistent_timings_and_a_plot(capsys: pytest.CaptureFixtur
     for connected, timing in by_connectivity.items():
         ngj = NGJ if connected else 0
         assert_timing(timing, engine="numpy", ncells=CELLS, ngj=ngj, connected=connected, repeats=2)
+        assert_memory(timing)
+    assert result.protocol["devices"] == ["cpu"]
     png = (out / "bench.png").read_bytes()
     assert png.startswith(PNG_SIGNATURE) and len(png) > 1000
     assert files_under(out) == {"bench.json", "bench.png"}
@@ -369,3 +388,49 @@ def test_real_run_has_no_emulation_note(capsys: pytest.CaptureFixture[str], tmp_
     assert main(["run", "--device", "cpu", "--cells", str(CELLS), "--ms", "1", "--no-store"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "exec" in text and "real" in text and "not the chip's own time" not in text and "published for" not in text
+
+
+def test_bench_refuses_every_size_that_does_not_fit_before_running_any(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The study's grid on a host with 2 GiB available: exit 4 at once, each size that does not fit
+    named with its estimate (the kernel's plus its traces'), none that fits named, nothing written."""
+    from hwbench.core import host as host_facts
+    from hwbench.core.bench import PUBLISHED_EDGES
+    from hwbench.core.runner import trace_bytes
+
+    monkeypatch.setattr(host_facts, "available_memory_bytes", lambda: 2 * 2**30)
+    out = tmp_path / "bench"
+    code = main(["bench", "--full", "--engine", "numpy", "--ms", "1", "--repeats", "1", "--out", str(out)])
+    _, err = capsys.readouterr()
+    assert code == EXIT_UNAVAILABLE, err
+    assert "Traceback" not in err and err.count("error: ") == 1
+    kernel = host.load_registry(entry_point_plugins=False, env={}).kernel("io-ehh")
+    refused = []
+    for n in PUBLISHED_EDGES:
+        for connected in (False, True):
+            need = kernel.memory_estimate(n**3, connected=connected) + trace_bytes(n**3, 1)
+            named = f"{n**3:,} cells {'connected' if connected else 'unconnected'} need about {need / 2**30:.3g} GiB"
+            assert (named in err) == (need > 0.8 * 2 * 2**30), (named, err)
+            refused += [n] if need > 0.8 * 2 * 2**30 else []
+    assert refused and min(refused) > 4  # some sizes fit, some do not: the grid is refused as a whole
+    assert "nothing was run" in err and "2 GiB available" in err
+    assert not out.exists()
+
+
+def test_bench_draws_several_devices_in_one_figure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``-d cpu -d groq``: one result and one figure, each timing with its device, the emulated one labelled."""
+    pytest.importorskip("jax")
+    out = tmp_path / "bench"
+    argv = ["bench", "-d", "cpu", "-d", "groq", "--cells", str(CELLS), "--ms", "1", "--repeats", "1"]
+    cli_ok(capsys, *argv, "--connected-only", "--out", str(out))
+    result = BenchResult.model_validate_json((out / "bench.json").read_text())
+    assert result.protocol["devices"] == ["cpu", "groq"] and result.protocol["device"] == "cpu, groq"
+    assert [(t.device, t.execution, t.connected) for t in result.timings] == [
+        ("cpu", "real", True),
+        ("groq", "emulated", True),
+    ]
+    for timing in result.timings:
+        assert timing.rtf is not None and timing.rtf > 0 and timing.setup_s > 0
+        assert_memory(timing)
+    assert (out / "bench.png").read_bytes().startswith(PNG_SIGNATURE)

@@ -8,24 +8,34 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from hwbench.cli import validate
-from hwbench.cli.common import device_option, energy_options, json_option, kernel_option, mode_option
+from hwbench.cli.common import energy_options, json_option, kernel_option, mode_option
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, execution_cell, footnotes
 from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, STUDY_SEED, BenchPlan
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import get_registry
-from hwbench.core.results import BenchResult
-from hwbench.library.bench import bench_plan, check_device, check_sizes, default_out
+from hwbench.core.results import BenchResult, Timing
+from hwbench.library.bench import bench_plan, check_sizes, default_out, resolve_devices
 from hwbench.library.progress import RichProgress
 
-BENCH_COLUMNS = ["engine", "exec", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF"]
-BENCH_COLUMNS.append("cell-steps/s")
+BENCH_COLUMNS = [
+    *("engine", "exec", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF", "cell-steps/s"),
+    "peak MiB",
+]
 
 
 @click.command()
 @kernel_option()
-@device_option()
+@click.option(
+    "--device",
+    "-d",
+    "devices",
+    multiple=True,
+    default=("cpu",),
+    show_default=True,
+    help="Device NAME or NAME:MODE (hwbench devices); repeat to bench several in one figure.",
+)
 @mode_option
 @click.option("--engine", "engines", multiple=True, help="Engine(s) to compare (repeatable; default: fastest).")
 @click.option(
@@ -73,7 +83,7 @@ BENCH_COLUMNS.append("cell-steps/s")
 @store_options
 def bench(
     kernel: str,
-    device: str,
+    devices: tuple[str, ...],
     mode: str | None,
     engines: tuple[str, ...],
     sizes: list[int] | None,
@@ -102,18 +112,20 @@ def bench(
     if k.info.family == "dl":
         from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
 
-        return run_dl_cli(registry, DLBenchOptions(kernel, device, engines, repeats, out, as_json, **dl_options))
-    check_device(registry, k, device, mode, engines)
+        if len(devices) != 1:
+            raise UsageError(f"{kernel} is benched on one --device at a time")
+        return run_dl_cli(registry, DLBenchOptions(kernel, devices[0], engines, repeats, out, as_json, **dl_options))
+    targets = resolve_devices(registry, k, devices, mode, engines)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
     size_list = cells_list or sizes or [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
     connectivity = (True,) if connected_only else (False,) if unconnected_only else (False, True)
     check_sizes(k, size_list, connectivity, ms)
-    out_dir = default_out(out, device, kernel)
+    names = "+".join(d for d, _ in targets)
+    out_dir = default_out(out, names, kernel)
     plan = BenchPlan(
         kernel=kernel,
-        device=device,
-        mode=mode,
+        devices=targets,
         engines=engines or (None,),
         sizes=size_list,
         connectivity=connectivity,
@@ -128,7 +140,7 @@ def bench(
     result = bench_plan(registry, plan, out_dir, bars).result
     stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
     record_result(result)
-    _report(result, kernel, device, ms, repeats, as_json)
+    _report(result, kernel, names, ms, repeats, as_json)
 
 
 def _report(result: BenchResult, kernel: str, device: str, ms: float, repeats: int, as_json: bool) -> None:
@@ -142,12 +154,16 @@ def _report(result: BenchResult, kernel: str, device: str, ms: float, repeats: i
 
 
 def print_bench(title: str, result: BenchResult) -> None:
-    """One row per configuration (RTF, synaptic events/s, energy per event), then the footnotes."""
+    """One row per configuration (RTF, peak memory, synaptic events/s, energy per event), then the footnotes.
+
+    The device is a column when several were benched."""
+    several = len({t.device for t in result.timings}) > 1
     print_table(
         title,
-        [*BENCH_COLUMNS, *EVENT_COLUMNS],
+        [*(["device"] if several else []), *BENCH_COLUMNS, *EVENT_COLUMNS],
         [
             (
+                *([t.device] if several else []),
                 t.engine,
                 execution_cell(t),
                 t.dtype,
@@ -159,6 +175,7 @@ def print_bench(title: str, result: BenchResult) -> None:
                 f"{t.us_per_step:.1f}",
                 f"{t.rtf:.3g}",
                 f"{t.cell_steps_per_s:.3g}",
+                _peak_mib(t),
                 *event_cells(t),
             )
             for t in result.timings
@@ -166,6 +183,12 @@ def print_bench(title: str, result: BenchResult) -> None:
     )
     for line in footnotes(result.timings):
         stdout.print(line, highlight=False, markup=False)
+
+
+def _peak_mib(t: Timing) -> str:
+    """The measured peak host memory of a configuration, in MiB ('-' where not measured)."""
+    m = t.memory
+    return "-" if m is None or m.peak_bytes is None else f"{m.peak_bytes / 2**20:,.0f}"
 
 
 COMMANDS = [bench]

@@ -21,6 +21,7 @@ from hwbench.core.activity import Activity, Structure
 from hwbench.core.energy import EnergyReading
 from hwbench.core.files import OutputFiles
 from hwbench.core.host import host_cpu
+from hwbench.core.peak_memory import MemoryReading
 from hwbench.core.published import PublishedTiming
 
 
@@ -109,6 +110,9 @@ class Timing(BaseModel, defer_build=True):
     structure: Structure | None = Field(None, description="the kernel's static report (NeuroBench static metrics)")
     activity: Activity | None = Field(None, description="the kernel's report of the timed steps (where it gives one)")
     energy: EnergyReading | None = Field(None, description="energy of the fastest repeat's timed phase")
+    memory: MemoryReading | None = Field(
+        None, description="host memory of the configuration (workload, build, timed runs): measured peak and estimate"
+    )
     metrics: dict[str, dict[str, float]] = Field(
         default_factory=dict, description="every registered performance, static, workload, energy metric that applies"
     )

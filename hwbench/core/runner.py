@@ -39,14 +39,22 @@ def check_memory(kernel: Kernel, size: int, connected: bool, *, fraction: float 
     return need
 
 
-def check_trace_memory(size: int, nsamples: int, kept: int, *, fraction: float = 0.8) -> int:
-    """Refuse up front a run whose probe traces cannot fit in host RAM (``--ms`` too long).
+def trace_bytes(size: int, nsamples: int, kept: int = 0) -> int:
+    """Host bytes of a run's probe traces: an upper bound, checked against measured peaks.
 
-    An engine returns every cell's probe as float64 (8 bytes per sample and cell); a run result
-    keeps each probed value as a Python float in a list (24 + 8 bytes) and its JSON text (about
-    20 bytes): 64 bytes per kept value is a rounded-up estimate.
+    An engine returns every cell's probe in the run's dtype (float64 at most, 8 bytes per sample
+    and cell) and its spike offsets (int16, 2 bytes), gathered chunk by chunk and then joined into
+    one array, so both exist at once for a moment: 2 x (8 + 2) = 20 bytes per sample and cell
+    (measured with JAX float32 at 216,000 cells: about 10). A run result keeps each probed value as
+    a Python float in a list (24 + 8 bytes) and its JSON text (about 20 bytes): 64 bytes per kept
+    value is a rounded-up estimate.
     """
-    need = nsamples * (8 * size + 64 * kept)
+    return nsamples * (20 * size + 64 * kept)
+
+
+def check_trace_memory(size: int, nsamples: int, kept: int, *, fraction: float = 0.8) -> int:
+    """Refuse up front a run whose probe traces cannot fit in host RAM (``--ms`` too long)."""
+    need = trace_bytes(size, nsamples, kept)
     have = available_memory_bytes()
     if need > fraction * have:
         raise UnavailableError(
@@ -164,6 +172,7 @@ def measure_runs(
     energy: list[EnergyReading] = []
     out: RunOutput | None = None
     for _ in range(max(1, repeats)):
+        out = None  # the previous repeat's traces are not kept while the next one runs
         if meter is not None:
             meter.start()
         t0 = time.perf_counter()

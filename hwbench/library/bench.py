@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from hwbench.core.results import BenchResult, Timing
 
 BENCH_OUTPUTS = ("bench.json", "bench.png")
+MEMORY_FRACTION = 0.8  # of the memory available when the bench starts (as the runner's guard)
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Bench:
 
 def bench(
     kernel: str = DEFAULT_KERNEL,
-    device: str = "cpu",
+    device: str | Sequence[str] = "cpu",
     *,
     mode: str | None = None,
     engines: Sequence[str] = (),
@@ -67,11 +68,14 @@ def bench(
     store: str | bool = False,
     progress: ProgressChoice | Progress = "auto",
 ) -> Bench:
-    """Time ``kernel`` on ``device`` over sizes (``cells``: cell counts; default the study's short
-    list, ``full`` its whole list) and connectivity; min of ``repeats`` runs of ``ms`` ms each.
+    """Time ``kernel`` on ``device`` (one ``NAME[:MODE]``, or several) over sizes (``cells``: cell
+    counts; default the study's short list, ``full`` its whole list) and connectivity; min of
+    ``repeats`` runs of ``ms`` ms each.
 
-    Writes bench.json and bench.png into ``out`` (default ``results/bench-DEVICE-KERNEL-STAMP``);
-    ``store`` records the result (``True``: the default store, or a URL).
+    A size that does not fit this host's memory is refused before anything runs (UnavailableError,
+    with the estimate). Writes bench.json and bench.png into ``out`` (default
+    ``results/bench-DEVICE-KERNEL-STAMP``); ``store`` records the result (``True``: the default
+    store, or a URL).
     """
     from hwbench.core.bench import BenchPlan
     from hwbench.core.plugins import get_registry
@@ -80,15 +84,16 @@ def bench(
     k = registry.kernel(kernel)  # unknown names fail before any work
     if k.info.family == "dl":
         raise UsageError(f"hwbench.bench does not take DL primitives yet; use 'hwbench bench --kernel {kernel}'")
-    check_device(registry, k, device, mode, tuple(engines))
+    targets = resolve_devices(registry, k, [device] if isinstance(device, str) else list(device), mode, tuple(engines))
     if not connectivity:
         raise UsageError("connectivity must name at least one of False (unconnected) and True (connected)")
     size_list = list(cells) if cells else [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
     check_sizes(k, size_list, tuple(connectivity), ms)
-    plan = BenchPlan(kernel=kernel, device=device, mode=mode, engines=tuple(engines) or (None,), sizes=size_list,
+    plan = BenchPlan(kernel=kernel, devices=targets, engines=tuple(engines) or (None,), sizes=size_list,
                      connectivity=tuple(connectivity), simulated_ms=ms, repeats=repeats, energy=energy,
                      energy_model=energy_model, seed=seed)  # fmt: skip
-    result = bench_plan(registry, plan, default_out(out, device, kernel), make_progress(progress))
+    names = "+".join(d for d, _ in targets)
+    result = bench_plan(registry, plan, default_out(out, names, kernel), make_progress(progress))
     record_if(store, result.result)
     return result
 
@@ -97,6 +102,28 @@ def default_out(out: str | Path | None, device: str, kernel: str) -> Path:
     """``out``, else ``results/bench-DEVICE-KERNEL-STAMP``."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path(out or f"results/bench-{device}-{kernel}-{stamp}")
+
+
+def resolve_devices(
+    registry: Registry, kernel: Kernel, devices: Sequence[str], mode: str | None, engines: tuple[str, ...]
+) -> list[tuple[str, str | None]]:
+    """(name, mode) per ``NAME[:MODE]``, each checked now (:func:`check_device`); ``mode`` is the
+    mode of a single device (several take theirs as NAME:MODE)."""
+    if not devices:
+        raise UsageError("give at least one --device")
+    if mode and len(devices) > 1:
+        raise UsageError("with several --device, give each its mode as NAME:MODE, not --mode")
+    targets: list[tuple[str, str | None]] = []
+    for spec in devices:
+        name, _, spec_mode = spec.partition(":")
+        if spec_mode and mode:
+            raise UsageError(f"--device {spec} names a mode already; drop --mode {mode}")
+        target = (name, spec_mode or mode)
+        if target in targets:
+            raise UsageError(f"--device {spec} is given twice")
+        check_device(registry, kernel, name, target[1], engines)
+        targets.append(target)
+    return targets
 
 
 def check_device(registry: Registry, kernel: Kernel, device: str, mode: str | None, engines: tuple[str, ...]) -> None:
@@ -112,15 +139,32 @@ def check_device(registry: Registry, kernel: Kernel, device: str, mode: str | No
 
 
 def check_sizes(kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float) -> None:
-    """A size the kernel cannot build, or whose traces would not fit, fails now, not after the others ran."""
-    from hwbench.core.runner import check_trace_memory
+    """Every size is checked before any runs: one the kernel cannot build is a usage error; one
+    whose workload, run and traces do not fit this host's memory (the kernel's estimate plus the
+    traces', against 80 % of the memory available now) is refused, all such sizes named with
+    their estimates, so a long grid never stops part-way for want of memory."""
+    from hwbench.core.host import GIB, available_memory_bytes
+    from hwbench.core.runner import trace_bytes
     from hwbench.library.run import samples_for
 
     nsamples = samples_for(kernel, ms)
     for size in sizes:
         for connected in connectivity:
             kernel.check_size(size, connected=connected)
-        check_trace_memory(size, nsamples, 0)
+    have = available_memory_bytes()
+    too_big = []
+    for size in sizes:
+        for connected in connectivity:
+            need = kernel.memory_estimate(size, connected=connected) + trace_bytes(size, nsamples)
+            if need > MEMORY_FRACTION * have:
+                kind = "connected" if connected else "unconnected"
+                too_big.append(f"{size:,} cells {kind} need about {need / GIB:.3g} GiB")
+    if too_big:
+        raise UnavailableError(
+            f"{kernel.name}: {len(too_big)} configuration(s) do not fit this host's memory: {'; '.join(too_big)} "
+            f"(the kernel's estimate plus {ms:g} ms of traces); this host has {have / GIB:.3g} GiB available "
+            f"(limit {MEMORY_FRACTION:.0%} of it); nothing was run: drop those sizes or shorten --ms"
+        )
 
 
 def bench_plan(registry: Registry, plan: BenchPlan, out_dir: Path, progress: Progress) -> Bench:

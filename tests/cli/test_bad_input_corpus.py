@@ -58,8 +58,15 @@ CASES: list[Case] = [
     *numbers(
         ["run"], "--cells", {"zero": "0", "neg": "-64", "float": "64.0", "word": "many", "hex": "0x40"}, "--cells"
     ),
-    *numbers(BENCH, "--ms", {**NOT_FINITE, "neg": "-2"}, "'--ms': must be a finite number > 0"),
-    *numbers(BENCH, "--repeats", {"zero": "0", "neg": "-1", "big": "100000", "word": "five"}, "'--repeats'"),
+    *numbers(BENCH, "--ms", {**NOT_FINITE, "neg": "-2", "zero": "0"}, "'--ms': must be a finite number > 0"),
+    Case("bench-ms-not-multiple", [*BENCH[:5], "--ms", "1.5"], 2, "positive multiple of the sample interval 1 ms"),
+    Case("bench-ms-below-one-sample", [*BENCH[:5], "--ms", "0.4"], 2, "positive multiple of the sample interval"),
+    *numbers(
+        BENCH,
+        "--repeats",
+        {"zero": "0", "neg": "-1", "big": "100000", "word": "five", "float": "2.5", "nan": "nan", "empty": ""},
+        "'--repeats'",
+    ),
     *numbers([*AUDIT, "-d", "groq"], "--seed", {"neg": "-1", "big": "99999999999", "word": "s"}, "'--seed'"),
     Case("run-not-a-cube", [*RUN[:3], "--cells", "700"], 2, "700 must be a perfect cube"),
     Case("run-too-small-cube", [*RUN[:3], "--cells", "27"], 2, "needs n >= 4"),
@@ -138,7 +145,7 @@ CASES: list[Case] = [
         for k, v in {"empty": "", "zero": "0", "word": "lots", "neg": "-64"}.items()
     ],
     Case("bench-cells-not-cube", [*BENCH[:3], "--cells", "700"], 2, "700 must be a perfect cube"),
-    Case("bench-skips-everything", ["bench", "--sizes", "99999999"], 4, "GiB of trace memory"),
+    Case("bench-skips-everything", ["bench", "--sizes", "99999999"], 4, "do not fit this host's memory"),
     Case("bench-huge-unconnected", [*BENCH[:3], "--cells", "99999999999", "--unconnected-only"], 4, "GiB"),
     # ---------------------------------------------------------------- options that cannot combine
     Case("run-workload+cells", ["run", "--workload", "w64.npz", "--cells", "64"], 2, "--workload cannot be combined"),
@@ -183,11 +190,17 @@ CASES: list[Case] = [
     ),
     Case("audit-loihi-unknown", [*AUDIT, "-d", "loihi", "--set", "zz=1"], 2, "settable: a_in_overflow, vth_max"),
     Case(
-        "bench-every-config-skipped",
-        [*BENCH[:5], "--cells", "1000000000", "--ms", "1", "--unconnected-only"],
+        "bench-refused-before-any-run",
+        [*BENCH[:5], "--cells", "64,1000000000", "--ms", "1", "--unconnected-only"],
         4,
-        "every configuration was skipped, nothing measured (1,000,000,000 cells: io-ehh with",
+        "1 configuration(s) do not fit this host's memory: 1,000,000,000 cells unconnected need about",
     ),
+    Case("bench-device-twice", [*BENCH, "-d", "cpu", "-d", "cpu"], 2, "--device cpu is given twice"),
+    Case("bench-devices-and-mode", [*BENCH, "-d", "cpu", "-d", "groq", "--mode", "fp32"], 2, "give each its mode"),
+    Case("bench-device-mode-twice", [*BENCH, "-d", "cpu:fp32", "--mode", "fp32"], 2, "names a mode already"),
+    Case("bench-device-empty", [*BENCH, "-d", ""], 2, "unknown device ''"),
+    Case("bench-device-bad-mode", [*BENCH, "-d", "cpu:fp16"], 2, "unknown mode"),
+    Case("bench-dl-two-devices", ["bench", "-k", "gemm", "-d", "cpu", "-d", "a100"], 2, "on one --device at a time"),
     Case("bench-device-runs-no-size", [*BENCH, "-d", "loihi"], 4, "device 'loihi' cannot run io-ehh: "),
     Case("audit-unknown-device", [*AUDIT, "-d", "grok"], 2, "Did you mean 'groq'"),
     Case("audit-unknown-mode", [*AUDIT, "-d", "groq:fast"], 2, "unknown mode"),
