@@ -8,6 +8,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from hwbench.cli import validate
+from hwbench.cli.command import Command, given
 from hwbench.cli.common import device_option, energy_options, json_option, kernel_option, mode_option
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
@@ -19,10 +20,23 @@ from hwbench.core.results import BenchResult
 from hwbench.library.bench import bench_plan, check_device, check_sizes, default_out
 from hwbench.library.progress import RichProgress
 
+# Options of one kind of kernel only: given with the other, they would be ignored, so they are refused.
+DL_ONLY = ("dl_config", "dl_precision", "scale_down", "max_gflop", "half_double_batch")
+STEPPED_ONLY = (
+    "mode",
+    "sizes",
+    "cells_list",
+    "full",
+    "connected_only",
+    "unconnected_only",
+    "ms",
+    "no_energy",
+    "energy_model",
+)
 BENCH_COLUMNS = ["engine", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF", "cell-steps/s"]
 
 
-@click.command()
+@click.command(cls=Command)
 @kernel_option()
 @device_option()
 @mode_option
@@ -101,7 +115,13 @@ def bench(
     if k.info.family == "dl":
         from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
 
-        return run_dl_cli(registry, DLBenchOptions(kernel, device, engines, repeats, out, as_json, **dl_options))
+        why = f"does not apply to the DL primitive {kernel}, which is timed per --config and --precision"
+        validate.refuse_given(ctx, STEPPED_ONLY, why)
+        seed_given = seed if given(ctx, "seed") else None  # else the DL inputs' own default
+        options = DLBenchOptions(kernel, device, engines, repeats, out, as_json, seed_given, **dl_options)
+        return run_dl_cli(registry, options)
+    why = f"applies to the DL primitives (family 'dl' in hwbench kernels); {kernel} is timed over --sizes or --cells"
+    validate.refuse_given(ctx, DL_ONLY, why)
     check_device(registry, k, device, mode, engines)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
