@@ -61,22 +61,61 @@ def test_devices_json_describes_the_cpu(capsys: pytest.CaptureFixture[str]) -> N
         assert record["status"] in ("real", "emulated", "unavailable") and record["reason"], record
 
 
-def test_the_devices_table_builds_no_profile(
+def test_the_devices_table_builds_only_the_default_modes_profiles(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The table shows no profile, so it builds none (the JSON, which has them, does)."""
-    built: list[str] = []
+    """The table shows each device's default-mode profile, so it builds that one and no other (the
+    JSON, which lists every mode's, builds them all)."""
+    built: list[tuple[str, str | None]] = []
     for device in host.get_registry().devices.values():
 
         def counting(mode: str | None = None, overrides: Any = None, _device: Any = device) -> Any:
-            built.append(_device.name)
+            built.append((_device.name, mode))
             return type(_device).numerics(_device, mode, overrides)
 
         monkeypatch.setattr(device, "numerics", counting)
     code, out, err = run(capsys, "devices")
     assert code == 0, err
-    assert "cpu" in out and not built
-    assert run_json(capsys, "devices") and "groq" in built
+    defaults = {(d.name, d.default_mode) for d in host.get_registry().devices.values()}
+    assert set(built) == defaults
+    built.clear()
+    assert run_json(capsys, "devices") and ("groq", "fp32-exact-vector") in built
+
+
+def test_the_devices_table_shows_profile_confidence_and_knobs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, err = run(capsys, "devices")
+    assert code == 0, err
+    groq = next(line for line in out.splitlines() if line.startswith("│ groq "))
+    device = host.get_registry().device("groq")
+    profile = device.numerics(device.default_mode)
+    assert f"{profile.name} ({profile.confidence().value})" in groq
+    assert ", ".join(device.settable(device.default_mode)) in groq
+    cpu = next(line for line in out.splitlines() if line.startswith("│ cpu "))
+    assert "(native)" in cpu
+
+
+def test_devices_name_shows_one_device_in_full(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    device = host.get_registry().device("groq")
+    code, out, err = run(capsys, "devices", "groq")
+    assert code == 0, err
+    for mode in device.modes:  # every mode's profile, its op classes, knobs and notes
+        profile = device.numerics(mode)
+        assert f"profile {profile.name}" in out
+        assert all(knob in out for knob in device.settable(mode))
+        assert profile.notes[0] in out
+    for source in device.spec.sources:  # the spec's sources, printed once each after the tables
+        assert out.count(source) == 1
+    assert device.spec.model in out
+    one = run_json(capsys, "devices", "groq")
+    assert one == next(r for r in run_json(capsys, "devices") if r["name"] == "groq")
+    code, out, err = run(capsys, "devices", "grok")
+    assert (code, out) == (2, "") and "Did you mean 'groq'?" in err
 
 
 def test_kernels_json(capsys: pytest.CaptureFixture[str]) -> None:

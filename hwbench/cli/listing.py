@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from hwbench.cli.command import Command
 from hwbench.cli.output import print_json, print_table, warn
 from hwbench.core.device import Device
 from hwbench.core.metric import Metric
@@ -58,33 +59,50 @@ def _profiles(device: Device) -> dict[str, Any]:
     return profiles
 
 
-@click.command()
+def numerics_cells(device: Device) -> tuple[str, str]:
+    """The table's profile and knobs of a device's default mode: the profile's name with its weakest
+    confidence, and the parameters ``--set`` may change (only the default mode's profile is built:
+    every mode's was a tenth of the command's time; ``hwbench devices NAME`` shows them all)."""
+    try:
+        profile = device.numerics(device.default_mode)
+        knobs = ", ".join(device.settable(device.default_mode)) or "-"
+    except Exception as exc:  # a device plugin's profile must not take the listing down
+        return f"error: {exc.__class__.__name__}", "-"
+    if profile is None:
+        return "native IEEE", knobs
+    confidence = profile.confidence()
+    return f"{profile.name} ({confidence.value if confidence else 'native'})", knobs
+
+
+@click.command(cls=Command)
+@click.argument("name", required=False)
 @json_option
-def devices(as_json: bool) -> None:
-    """List devices: real, emulated or unavailable here, and why."""
+def devices(name: str | None, as_json: bool) -> None:
+    """List devices: real, emulated or unavailable here, and why; the default mode's numerics
+    profile (weakest confidence) and its knobs. NAME: one device in detail, every mode's profile."""
     registry = get_registry()
-    records = [device_record(d, profiles=as_json) for d in registry.devices.values()]
+    if name is not None:
+        from hwbench.cli.device_view import show_device
+
+        show_device(registry, registry.device(name), as_json)
+        _warn_failed(registry)
+        return
     if as_json:
-        print_json(records)
+        print_json([device_record(d) for d in registry.devices.values()])
     else:
+        rows = []
+        for device in registry.devices.values():
+            r = device_record(device, profiles=False)
+            rows.append((r["name"], r["status"], ", ".join(r["modes"]), *numerics_cells(device), r["reason"]))
         print_table(
-            "Devices",
-            ["name", "chip", "status", "modes", "why"],
-            [
-                (
-                    r["name"],
-                    f"{r['spec']['vendor']} {r['spec']['model']}",
-                    r["status"],
-                    ", ".join(r["modes"]),
-                    r["reason"],
-                )
-                for r in records
-            ],
+            "Devices (hwbench devices NAME: one in full, with its chip, sources and every mode's profile)",
+            ["name", "status", "modes", "profile (default mode)", "knobs (--set)", "why"],
+            rows,
         )
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def kernels(as_json: bool) -> None:
     """List kernels and the op classes they use."""
@@ -101,7 +119,7 @@ def kernels(as_json: bool) -> None:
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def protocols(as_json: bool) -> None:
     """List the audit protocols: what each needs, compares and judges, and the kernels it applies to."""
@@ -131,7 +149,7 @@ def metric_record(metric: Metric, registry: Registry) -> dict[str, Any]:
     return record
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("name", required=False)
 @json_option
 def metrics(name: str | None, as_json: bool) -> None:
@@ -169,7 +187,7 @@ def metrics(name: str | None, as_json: bool) -> None:
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def engines(as_json: bool) -> None:
     """List execution engines and whether their library is installed here."""
@@ -205,7 +223,7 @@ def engines(as_json: bool) -> None:
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def plugins(as_json: bool) -> None:
     """List plugins (built-in and installed), what each registered, and failures."""
@@ -224,7 +242,7 @@ def plugins(as_json: bool) -> None:
     print_table("Plugins", ["name", "from", "status", "contract", "provides", "error / notes"], rows)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("name", required=False)
 def schema(name: str | None) -> None:
     """Print the published JSON Schema of a result file (run, bench, audit, profile, sweep)."""

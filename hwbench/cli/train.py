@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hwbench.cli import validate
+from hwbench.cli.command import Command
 from hwbench.cli.common import json_option
 from hwbench.cli.output import print_json, print_table, stderr
 from hwbench.cli.record import record_result, store_options
@@ -108,7 +109,7 @@ def _out_dir(out: str | None) -> Path | None:
     return path
 
 
-@click.command()
+@click.command(cls=Command)
 @net_options
 @click.option("--dataset", type=click.Choice(["synthetic", "digits"]), default="digits", show_default=True)
 @click.option(
@@ -211,7 +212,7 @@ def _print_train(result: TrainResult) -> None:
         )
 
 
-@click.command("train-bench")
+@click.command("train-bench", cls=Command)
 @net_options
 @click.option(
     "--sweep",
