@@ -11,6 +11,7 @@ import click
 from hwbench.cli import validate
 from hwbench.cli.command import Command
 from hwbench.cli.output import stderr
+from hwbench.cli.report_input import check_profiles, check_result, not_a_file, stored_ref
 from hwbench.cli.results import _filters, _open, filter_options
 from hwbench.core.errors import UsageError
 from hwbench.store.location import MAX_LIMIT
@@ -29,6 +30,7 @@ def _from_file(path: Path) -> Any:
     doc = parse_json(text, f"cannot read {path}")
     if not isinstance(doc, dict) or not kind_of(doc):
         raise UsageError(f"{path} is not a hwbench result file (no 'schema'): give a result id, a .json, or 'history'")
+    check_result(doc, kind_of(doc), str(path))
     profiles = _devices(doc).profiles
     note = "Profiles as this hwbench defines them today (a result file does not record them; stored results do)."
     images = {
@@ -38,30 +40,16 @@ def _from_file(path: Path) -> Any:
     return ReportSource(doc, kind_of(doc), f"file {path}", None, profiles, note, images)
 
 
-def _stored_ref(target: str) -> bool:
-    """A result id (digits) or uid (32 characters), not a path that happens to be as long as one."""
-    if "/" in target or target.endswith(".json"):
-        return False
-    return target.isdigit() or len(target) == 32
-
-
-def _not_a_file(path: Path) -> UsageError:
-    """TARGET is neither 'history', an existing file nor a result id: say what is wrong with it as a path first."""
-    allowed = "give a stored result id (hwbench results list), a result .json file, or 'history'"
-    if path.is_dir():
-        return UsageError(f"{path} is a folder, not a result file; {allowed}")
-    if path.exists():
-        return UsageError(f"{path} is not a regular file; {allowed}")
-    return UsageError(f"{path}: no such file, and not a stored result id; {allowed}")
-
-
 def _from_store(ctx: click.Context, ref: str) -> Any:
     from hwbench.report.html import ReportSource
 
     stored = _open(ctx).get(ref)
+    origin = f"stored result {stored.id}"
+    check_result(stored.document or {}, stored.kind, origin)
     env = stored.environment.model_dump(mode="json") if stored.environment else None
     profiles = (env or {}).get("profiles") or {}
-    return ReportSource(stored.document or {}, stored.kind, f"stored result {stored.id}", env, profiles)
+    check_profiles(profiles, origin)
+    return ReportSource(stored.document or {}, stored.kind, origin, env, profiles)
 
 
 @click.command(cls=Command)
@@ -98,11 +86,11 @@ def report(
     elif Path(target).is_file():
         source = _from_file(Path(target))
         text, name = render_result(source), Path(target).stem
-    elif _stored_ref(target):
+    elif stored_ref(target):
         source = _from_store(ctx, target)
         text, name = render_result(source), f"{source.kind}-{target}"
     else:
-        raise _not_a_file(Path(target))
+        raise not_a_file(Path(target))
     path = write_page(text, out or f"hwbench-report-{name}.html")
     stderr.print(f"wrote {path}", highlight=False)
 
