@@ -74,7 +74,7 @@ def test_the_devices_table_builds_only_the_default_modes_profiles(
             return type(_device).numerics(_device, mode, overrides)
 
         monkeypatch.setattr(device, "numerics", counting)
-    code, out, err = run(capsys, "devices")
+    code, _, err = run(capsys, "devices")
     assert code == 0, err
     defaults = {(d.name, d.default_mode) for d in host.get_registry().devices.values()}
     assert set(built) == defaults
@@ -82,36 +82,60 @@ def test_the_devices_table_builds_only_the_default_modes_profiles(
     assert run_json(capsys, "devices") and ("groq", "fp32-exact-vector") in built
 
 
+class Printed:
+    """What a command printed, table by table and line by line (the terminal's width left out)."""
+
+    def __init__(self) -> None:
+        self.tables: list[tuple[str, list[str], list[list[str]]]] = []
+        self.lines: list[str] = []
+
+    def table(self, title: str, columns: Any, rows: Any, **_: Any) -> None:
+        self.tables.append((title, list(columns), [[str(v) for v in row] for row in rows]))
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+
+@pytest.fixture
+def printed(monkeypatch: pytest.MonkeyPatch) -> Printed:
+    from hwbench.cli import device_view, listing
+
+    seen = Printed()
+    monkeypatch.setattr(listing, "print_table", seen.table)
+    monkeypatch.setattr(device_view, "print_table", seen.table)
+    monkeypatch.setattr(device_view, "_line", seen.line)
+    return seen
+
+
 def test_the_devices_table_shows_profile_confidence_and_knobs(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], printed: Printed
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "250")
-    code, out, err = run(capsys, "devices")
-    assert code == 0, err
-    groq = next(line for line in out.splitlines() if line.startswith("│ groq "))
+    assert run(capsys, "devices")[0] == 0
+    ((_, columns, rows),) = printed.tables
+    by_name = {row[0]: dict(zip(columns, row, strict=True)) for row in rows}
     device = host.get_registry().device("groq")
     profile = device.numerics(device.default_mode)
-    assert f"{profile.name} ({profile.confidence().value})" in groq
-    assert ", ".join(device.settable(device.default_mode)) in groq
-    cpu = next(line for line in out.splitlines() if line.startswith("│ cpu "))
-    assert "(native)" in cpu
+    assert by_name["groq"]["profile (default mode)"] == f"{profile.name} ({profile.confidence().value})"
+    assert by_name["groq"]["knobs (--set)"] == ", ".join(device.settable(device.default_mode))
+    assert by_name["cpu"]["profile (default mode)"].endswith("(native)")
 
 
-def test_devices_name_shows_one_device_in_full(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("COLUMNS", "250")
+def test_devices_name_shows_one_device_in_full(capsys: pytest.CaptureFixture[str], printed: Printed) -> None:
     device = host.get_registry().device("groq")
-    code, out, err = run(capsys, "devices", "groq")
-    assert code == 0, err
+    assert run(capsys, "devices", "groq")[0] == 0
+    titles = [title for title, _, _ in printed.tables]
+    text = "\n".join([*printed.lines, *(" ".join(c for row in rows for c in row) for _, _, rows in printed.tables)])
     for mode in device.modes:  # every mode's profile, its op classes, knobs and notes
         profile = device.numerics(mode)
-        assert f"profile {profile.name}" in out
-        assert all(knob in out for knob in device.settable(mode))
-        assert profile.notes[0] in out
-    for source in device.spec.sources:  # the spec's sources, printed once each after the tables
-        assert out.count(source) == 1
-    assert device.spec.model in out
+        assert any(f"profile {profile.name}" in t for t in titles)
+        assert all(f"{knob} {value}" in text for knob, value in device.settable(mode).items())
+        assert all(f"  - {note}" in printed.lines for note in profile.notes)
+    numbered = [line for line in printed.lines if line.startswith("[")]
+    assert all(any(line.endswith(f"] {source}") for line in numbered) for source in device.spec.sources)
+    assert device.spec.model in text
+
+
+def test_devices_name_json_and_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
     one = run_json(capsys, "devices", "groq")
     assert one == next(r for r in run_json(capsys, "devices") if r["name"] == "groq")
     code, out, err = run(capsys, "devices", "grok")

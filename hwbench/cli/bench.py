@@ -112,16 +112,13 @@ def bench(
     validate.refuse_together(ctx, "sizes", ["full"], "--full is a size list of its own")
     registry = get_registry()
     k = registry.kernel(kernel)  # unknown names fail before any work
+    _refuse_other_kind(ctx, kernel, dl=k.info.family == "dl")
     if k.info.family == "dl":
         from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
 
-        why = f"does not apply to the DL primitive {kernel}, which is timed per --config and --precision"
-        validate.refuse_given(ctx, STEPPED_ONLY, why)
         seed_given = seed if given(ctx, "seed") else None  # else the DL inputs' own default
         options = DLBenchOptions(kernel, device, engines, repeats, out, as_json, seed_given, **dl_options)
         return run_dl_cli(registry, options)
-    why = f"applies to the DL primitives (family 'dl' in hwbench kernels); {kernel} is timed over --sizes or --cells"
-    validate.refuse_given(ctx, DL_ONLY, why)
     check_device(registry, k, device, mode, engines)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
@@ -129,25 +126,25 @@ def bench(
     connectivity = (True,) if connected_only else (False,) if unconnected_only else (False, True)
     check_sizes(k, size_list, connectivity, ms)
     out_dir = default_out(out, device, kernel)
-    plan = BenchPlan(
-        kernel=kernel,
-        device=device,
-        mode=mode,
-        engines=engines or (None,),
-        sizes=size_list,
-        connectivity=connectivity,
-        simulated_ms=ms,
-        repeats=repeats,
-        energy=not no_energy,
-        energy_model=energy_model,
-        seed=seed,
-    )
+    plan = BenchPlan(kernel=kernel, device=device, mode=mode, engines=engines or (None,), sizes=size_list,
+                     connectivity=connectivity, simulated_ms=ms, repeats=repeats, energy=not no_energy,
+                     energy_model=energy_model, seed=seed)  # fmt: skip
     bars = RichProgress((TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()),
                         console=stderr, transient=True)  # fmt: skip  # the table (or the error) says how it went
     result = bench_plan(registry, plan, out_dir, bars).result
     stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
     record_result(result)
     _report(result, kernel, device, ms, repeats, as_json)
+
+
+def _refuse_other_kind(ctx: click.Context, kernel: str, *, dl: bool) -> None:
+    """The options of the other kind of kernel, given, are refused (they would be ignored)."""
+    if dl:
+        why = f"does not apply to the DL primitive {kernel}, which is timed per --config and --precision"
+        validate.refuse_given(ctx, STEPPED_ONLY, why)
+    else:
+        why = f"applies to the DL primitives (family 'dl' in hwbench kernels); {kernel} is timed over --sizes / --cells"
+        validate.refuse_given(ctx, DL_ONLY, why)
 
 
 def _report(result: BenchResult, kernel: str, device: str, ms: float, repeats: int, as_json: bool) -> None:

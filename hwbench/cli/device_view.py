@@ -1,4 +1,5 @@
-"""``hwbench devices NAME``: one device in full, its spec with sources and every mode's numerics profile.
+"""What ``hwbench devices`` says about a device: its record (``--json``) and, for ``hwbench devices NAME``,
+the device in full: its spec with sources and every mode's numerics profile.
 
 Each mode's profile is a table of its op classes (format, rounding, confidence, source), its
 knobs (the parameters ``--set`` changes, with their values) and its notes; sources are numbered
@@ -10,12 +11,68 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwbench.cli.listing import device_record
-from hwbench.cli.output import print_json, print_table, stdout
+from hwbench.cli import output
+from hwbench.cli.output import print_json, print_table
 from hwbench.core.device import Device
-from hwbench.core.plugins import Registry
 
 _SPEC_FIELDS = ("vendor", "model", "kind", "memory", "process_nm", "transistors_bn", "clock_mhz", "tdp_w", "software")
+
+
+def device_record(device: Device, *, profiles: bool = True) -> dict[str, Any]:
+    """Everything ``hwbench devices --json`` says about one device, every mode's profile with its
+    sources (``profiles=False``: without them, for the table, which shows the default mode's only,
+    :func:`numerics_cells`)."""
+    record = _device_summary(device)
+    if profiles:
+        record["profiles"] = _profiles(device)
+    return record
+
+
+def _device_summary(device: Device) -> dict[str, Any]:
+    try:
+        probe = device.probe()
+        status, reason = probe.status, probe.reason
+    except Exception as exc:  # a device plugin's probe must not take the listing down
+        status, reason = "unavailable", f"probe failed: {exc.__class__.__name__}: {exc}"
+    return {
+        "name": device.name,
+        "status": status,
+        "reason": reason,
+        "modes": list(device.modes),
+        "default_mode": device.default_mode,
+        "spec": device.spec.model_dump(mode="json"),
+    }
+
+
+def _profiles(device: Device) -> dict[str, Any]:
+    profiles: dict[str, Any] = {}
+    for mode in device.modes:
+        try:
+            profile = device.numerics(mode)
+            profiles[mode] = None if profile is None else profile.model_dump(mode="json")
+        except Exception as exc:
+            profiles[mode] = {"error": f"{exc.__class__.__name__}: {exc}"}
+    return profiles
+
+
+def numerics_cells(device: Device) -> tuple[str, str]:
+    """The table's profile and knobs of a device's default mode: the profile's name with its weakest
+    confidence, and the parameters ``--set`` may change (only the default mode's profile is built:
+    every mode's was a tenth of the command's time; ``hwbench devices NAME`` shows them all)."""
+    try:
+        profile = device.numerics(device.default_mode)
+        knobs = ", ".join(device.settable(device.default_mode)) or "-"
+    except Exception as exc:  # a device plugin's profile must not take the listing down
+        return f"error: {exc.__class__.__name__}", "-"
+    if profile is None:
+        return "native IEEE", knobs
+    confidence = profile.confidence()
+    return f"{profile.name} ({confidence.value if confidence else 'native'})", knobs
+
+
+def _line(text: str) -> None:
+    """One line of text on stdout (rich is imported here, not when ``hwbench devices`` loads this module)."""
+    output.stdout.print(text, highlight=False, markup=False)
 
 
 class _Sources:
@@ -30,7 +87,8 @@ class _Sources:
         return f"[{self.numbers.setdefault(source, len(self.numbers) + 1)}]"
 
 
-def show_device(registry: Registry, device: Device, as_json: bool) -> None:
+def show_device(device: Device, as_json: bool) -> None:
+    """``hwbench devices NAME``: the device's record as JSON, or its tables."""
     record = device_record(device)
     if as_json:
         print_json(record)
@@ -45,7 +103,7 @@ def show_device(registry: Registry, device: Device, as_json: bool) -> None:
     for mode in device.modes:
         _show_mode(device, mode, record["profiles"][mode], sources)
     for source, number in sources.numbers.items():
-        stdout.print(f"[{number}] {source}", highlight=False, markup=False)
+        _line(f"[{number}] {source}")
 
 
 def _format(value: Any) -> str:
@@ -59,10 +117,10 @@ def _format(value: Any) -> str:
 def _show_mode(device: Device, mode: str, profile: dict[str, Any] | None, sources: _Sources) -> None:
     default = " (used when no mode is given)" if mode == device.default_mode else ""
     if profile is None:
-        stdout.print(f"\nmode {mode}{default}: the host's native IEEE arithmetic (no profile)", highlight=False)
+        _line(f"\nmode {mode}{default}: the host's native IEEE arithmetic (no profile)")
         return
     if "error" in profile:
-        stdout.print(f"\nmode {mode}{default}: profile unavailable: {profile['error']}", highlight=False, markup=False)
+        _line(f"\nmode {mode}{default}: profile unavailable: {profile['error']}")
         return
     ops = [
         (op, _format(entry["format"]), entry["rounding"], entry["confidence"], sources.cite(entry.get("source")))
@@ -74,4 +132,4 @@ def _show_mode(device: Device, mode: str, profile: dict[str, Any] | None, source
     if knobs:
         print_table(f"{mode}: knobs (--set)", ["knob", "value"], list(knobs.items()))
     for note in profile.get("notes", []):
-        stdout.print(f"  - {note}", highlight=False, markup=False)
+        _line(f"  - {note}")

@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from hwbench.cli.command import Command
+from hwbench.cli.device_view import device_record, numerics_cells, show_device
 from hwbench.cli.output import print_json, print_table, warn
-from hwbench.core.device import Device
 from hwbench.core.metric import Metric
 from hwbench.core.plugins import Registry, get_registry
 
@@ -22,58 +22,6 @@ def _warn_failed(registry: Registry) -> None:
         warn(f"{len(failed)} plugin(s) failed to load: {names} (see 'hwbench plugins')")
 
 
-def device_record(device: Device, *, profiles: bool = True) -> dict[str, Any]:
-    """Everything ``hwbench devices --json`` says about one device, profiles with their sources
-    (``profiles=False``: without them, for the table, which does not show them: building and
-    dumping every mode's profile was a tenth of the command's time)."""
-    record = _device_summary(device)
-    if profiles:
-        record["profiles"] = _profiles(device)
-    return record
-
-
-def _device_summary(device: Device) -> dict[str, Any]:
-    try:
-        probe = device.probe()
-        status, reason = probe.status, probe.reason
-    except Exception as exc:  # a device plugin's probe must not take the listing down
-        status, reason = "unavailable", f"probe failed: {exc.__class__.__name__}: {exc}"
-    return {
-        "name": device.name,
-        "status": status,
-        "reason": reason,
-        "modes": list(device.modes),
-        "default_mode": device.default_mode,
-        "spec": device.spec.model_dump(mode="json"),
-    }
-
-
-def _profiles(device: Device) -> dict[str, Any]:
-    profiles: dict[str, Any] = {}
-    for mode in device.modes:
-        try:
-            profile = device.numerics(mode)
-            profiles[mode] = None if profile is None else profile.model_dump(mode="json")
-        except Exception as exc:
-            profiles[mode] = {"error": f"{exc.__class__.__name__}: {exc}"}
-    return profiles
-
-
-def numerics_cells(device: Device) -> tuple[str, str]:
-    """The table's profile and knobs of a device's default mode: the profile's name with its weakest
-    confidence, and the parameters ``--set`` may change (only the default mode's profile is built:
-    every mode's was a tenth of the command's time; ``hwbench devices NAME`` shows them all)."""
-    try:
-        profile = device.numerics(device.default_mode)
-        knobs = ", ".join(device.settable(device.default_mode)) or "-"
-    except Exception as exc:  # a device plugin's profile must not take the listing down
-        return f"error: {exc.__class__.__name__}", "-"
-    if profile is None:
-        return "native IEEE", knobs
-    confidence = profile.confidence()
-    return f"{profile.name} ({confidence.value if confidence else 'native'})", knobs
-
-
 @click.command(cls=Command)
 @click.argument("name", required=False)
 @json_option
@@ -82,9 +30,7 @@ def devices(name: str | None, as_json: bool) -> None:
     profile (weakest confidence) and its knobs. NAME: one device in detail, every mode's profile."""
     registry = get_registry()
     if name is not None:
-        from hwbench.cli.device_view import show_device
-
-        show_device(registry, registry.device(name), as_json)
+        show_device(registry.device(name), as_json)
         _warn_failed(registry)
         return
     if as_json:

@@ -201,7 +201,7 @@ class SweepSpec(BaseModel):
 
 
 # --- CLI shorthands --------------------------------------------------------------------------------
-def parse_ints(text: str, *, what: str, low: int, high: int | None = None) -> list[int]:
+def parse_ints(text: str, *, what: str, low: int | None = None, high: int | None = None) -> list[int]:
     """``42,1,2`` or ``7..23`` or ``7..23/2`` (step) or a mix: ``8,10..12``; every value in
     ``low..high`` and at most :data:`MAX_CELLS` of them (counted before any list is built)."""
     parts = [_int_range(p.strip(), text, what) for p in text.split(",")]
@@ -209,11 +209,18 @@ def parse_ints(text: str, *, what: str, low: int, high: int | None = None) -> li
     if count > MAX_CELLS:
         raise UsageError(f"{what}: '{text}' is {count:,} values; a sweep has at most {MAX_CELLS:,} cells")
     for r in parts:
-        if r[0] < low or (high is not None and r[-1] > high):
-            bad = r[0] if r[0] < low else r[-1]
-            allowed = f"from {low} to {high}" if high is not None else f">= {low}"
-            raise UsageError(f"{what}: values must be integers {allowed}, got {bad} (in '{text}')")
+        below, above = low is not None and r[0] < low, high is not None and r[-1] > high
+        if below or above:
+            raise UsageError(
+                f"{what}: values must be integers {_allowed(low, high)}, got {r[0] if below else r[-1]} (in '{text}')"
+            )
     return [v for r in parts for v in r]
+
+
+def _allowed(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"from {low} to {high}"
+    return f">= {low}" if low is not None else f"<= {high}"
 
 
 def _int_range(part: str, text: str, what: str) -> range:

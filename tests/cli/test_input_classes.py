@@ -69,7 +69,8 @@ def refused(argv: list[str], folder: Path, code: int = 2) -> str:
 # ----------------------------------------------------------------------------------- empty values
 # Enough for each command to parse (a required option, an existing input file), and nothing else wrong.
 PREFIX = {"probe": ["probe", "-d", "h100:fp16"], "report": ["report", "history"]}
-PREFIX |= {"results import": ["results", "import", "existing.json"], "results export": ["results", "export", "--out", "x"]}
+PREFIX |= {"results import": ["results", "import", "existing.json"]}
+PREFIX |= {"results export": ["results", "export", "--out", "x"]}
 
 
 def empty_cases() -> list[Any]:
@@ -110,9 +111,6 @@ def test_the_empty_allow_list_names_real_options_with_reasons() -> None:
 
 
 # ------------------------------------------------------------------- integers reaching a worker
-def _int_list(values: list[int]) -> str:
-    return ",".join(str(v) for v in values)
-
 
 bad_seed = st.integers(max_value=-1) | st.integers(min_value=2**32)
 bad_width = st.integers(max_value=0) | st.integers(min_value=24)
@@ -122,7 +120,8 @@ good = st.integers(0, 23)
 @st.composite
 def sweep_lists(draw: st.DrawFn) -> list[str]:
     """A sweep option whose list holds at least one value outside its range, as a value or a range end."""
-    option, bad = draw(st.sampled_from([("--seeds", bad_seed), ("--dt", st.integers(max_value=0)), ("--grid", bad_width)]))
+    options = [("--seeds", bad_seed), ("--dt", st.integers(max_value=0)), ("--grid", bad_width)]
+    option, bad = draw(st.sampled_from(options))
     value = draw(bad)
     parts = [str(v) for v in draw(st.lists(good.map(lambda v: v + 1), max_size=3))]
     item = draw(st.sampled_from([str(value), f"{min(value, 1)}..{max(value, 1)}"]))

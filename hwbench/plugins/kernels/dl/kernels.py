@@ -53,15 +53,15 @@ class DLKernel(Kernel):
     def shape(self, config: str | None = None, batch: int | None = None, **dims: int) -> Shape:
         """The shape of a named configuration (or of free ``dims``), batch optionally replaced.
 
-        ``dims`` (``run --set m=64``) must be the shape's own fields, each a positive integer.
+        ``dims`` (``run --set m=64``) must be the shape's own fields, each an integer >= 0 (paddings may be 0).
         """
         fields = list(_fields(next(iter(self.configs.values()))))
         for key, value in dims.items():
             if key not in fields:
                 settable = ", ".join(["config", "dist", *fields])
                 raise UsageError(f"kernel '{self.name}' has no parameter {key}; settable: {settable}")
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{self.name} dimension '{key}' must be a positive integer, got {str(value)[:40]!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"{self.name} dimension '{key}' must be an integer >= 0, got {str(value)[:40]!r}")
         if config is not None:
             if config not in self.configs:
                 raise unknown_name(f"configuration of kernel '{self.name}'", config, list(self.configs))
