@@ -5,7 +5,7 @@ user meant something, and the shell's unset variable or a typo lost it). Every b
 is a :class:`Command` (groups: :class:`Group`), whose parsing refuses any value that is empty or
 blank, given on the command line or through an environment variable, with one usage error naming
 what the option takes (exit 2). The few options where an empty value means something are listed
-in :data:`EMPTY_ALLOWED` with the reason (none today). ``tests/cli/test_empty_values.py`` gives
+in :data:`EMPTY_ALLOWED` with the reason (none today). ``tests/cli/test_input_classes.py`` gives
 every option of every command ``''`` and checks the answer.
 
 This module imports only click: ``hwbench devices`` loads it (docs/cli.md, "Start-up time").

@@ -21,6 +21,11 @@ INTEGER_RANGE = {"postgresql": 2**31 - 1}  # an INTEGER column's largest value; 
 SQLITE_INTEGER = 2**63 - 1
 
 
+def integer_max(dialect: str) -> int:
+    """The largest value of an INTEGER column (result ids among them) in ``dialect``."""
+    return INTEGER_RANGE.get(dialect, SQLITE_INTEGER)
+
+
 def _problem(column: Any, value: Any, dialect: str) -> str | None:
     """Why ``value`` cannot go into ``column`` (None: it can)."""
     kind = column.type
@@ -35,7 +40,7 @@ def _problem(column: Any, value: Any, dialect: str) -> str | None:
         if not isinstance(value, bool):
             return f"must be true or false, got {value!r:.40}"
     elif isinstance(kind, Integer):
-        top = INTEGER_RANGE.get(dialect, SQLITE_INTEGER)
+        top = integer_max(dialect)
         if isinstance(value, bool) or not isinstance(value, int):
             return f"must be an integer, got {value!r:.40}"
         if not -top - 1 <= value <= top:

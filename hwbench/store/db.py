@@ -23,7 +23,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.strict_json import dumps_compact
 from hwbench.store import extract
-from hwbench.store.constraints import check_row
+from hwbench.store.constraints import check_row, integer_max
 from hwbench.store.environment import Environment
 from hwbench.store.location import MAX_LIMIT, StoreLocation
 from hwbench.store.migrations import upgrade
@@ -32,7 +32,6 @@ from hwbench.store.schema import SCHEMA_VERSION, result_tags, results, timings
 from hwbench.store.tags import tag_problem
 
 BUSY_TIMEOUT_MS = 30_000
-MAX_ID = 2**31 - 1  # result ids are INTEGER columns: 32 bits in PostgreSQL (64 in SQLite)
 
 _ENGINES: dict[str, Engine] = {}
 
@@ -260,9 +259,9 @@ class Store:
     def get(self, ref: int | str) -> StoredResult:
         """One result with its document and environment, by id (or uid)."""
         c = results.c
-        text = str(ref)
+        text, top = str(ref), integer_max(self.engine.dialect.name)
         digits = re.fullmatch(r"[0-9]+", text) is not None  # ASCII only: '²'.isdigit() is True
-        in_range = digits and len(text) <= len(str(MAX_ID)) and int(text) <= MAX_ID
+        in_range = digits and len(text) <= len(str(top)) and int(text) <= top
         with self.engine.connect() as conn:  # an id past the integer column's range is no id here
             key = c.id == int(text) if in_range else c.uid == text
             row = None if digits and not in_range else conn.execute(select(results).where(key)).first()
