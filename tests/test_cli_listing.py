@@ -61,22 +61,85 @@ def test_devices_json_describes_the_cpu(capsys: pytest.CaptureFixture[str]) -> N
         assert record["status"] in ("real", "emulated", "unavailable") and record["reason"], record
 
 
-def test_the_devices_table_builds_no_profile(
+def test_the_devices_table_builds_only_the_default_modes_profiles(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The table shows no profile, so it builds none (the JSON, which has them, does)."""
-    built: list[str] = []
+    """The table shows each device's default-mode profile, so it builds that one and no other (the
+    JSON, which lists every mode's, builds them all)."""
+    built: list[tuple[str, str | None]] = []
     for device in host.get_registry().devices.values():
 
         def counting(mode: str | None = None, overrides: Any = None, _device: Any = device) -> Any:
-            built.append(_device.name)
+            built.append((_device.name, mode))
             return type(_device).numerics(_device, mode, overrides)
 
         monkeypatch.setattr(device, "numerics", counting)
-    code, out, err = run(capsys, "devices")
+    code, _, err = run(capsys, "devices")
     assert code == 0, err
-    assert "cpu" in out and not built
-    assert run_json(capsys, "devices") and "groq" in built
+    defaults = {(d.name, d.default_mode) for d in host.get_registry().devices.values()}
+    assert set(built) == defaults
+    built.clear()
+    assert run_json(capsys, "devices") and ("groq", "fp32-exact-vector") in built
+
+
+class Printed:
+    """What a command printed, table by table and line by line (the terminal's width left out)."""
+
+    def __init__(self) -> None:
+        self.tables: list[tuple[str, list[str], list[list[str]]]] = []
+        self.lines: list[str] = []
+
+    def table(self, title: str, columns: Any, rows: Any, **_: Any) -> None:
+        self.tables.append((title, list(columns), [[str(v) for v in row] for row in rows]))
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+
+@pytest.fixture
+def printed(monkeypatch: pytest.MonkeyPatch) -> Printed:
+    from hwbench.cli import device_view, listing
+
+    seen = Printed()
+    monkeypatch.setattr(listing, "print_table", seen.table)
+    monkeypatch.setattr(device_view, "print_table", seen.table)
+    monkeypatch.setattr(device_view, "_line", seen.line)
+    return seen
+
+
+def test_the_devices_table_shows_profile_confidence_and_knobs(
+    capsys: pytest.CaptureFixture[str], printed: Printed
+) -> None:
+    assert run(capsys, "devices")[0] == 0
+    ((_, columns, rows),) = printed.tables
+    by_name = {row[0]: dict(zip(columns, row, strict=True)) for row in rows}
+    device = host.get_registry().device("groq")
+    profile = device.numerics(device.default_mode)
+    assert by_name["groq"]["profile (default mode)"] == f"{profile.name} ({profile.confidence().value})"
+    assert by_name["groq"]["knobs (--set)"] == ", ".join(device.settable(device.default_mode))
+    assert by_name["cpu"]["profile (default mode)"].endswith("(native)")
+
+
+def test_devices_name_shows_one_device_in_full(capsys: pytest.CaptureFixture[str], printed: Printed) -> None:
+    device = host.get_registry().device("groq")
+    assert run(capsys, "devices", "groq")[0] == 0
+    titles = [title for title, _, _ in printed.tables]
+    text = "\n".join([*printed.lines, *(" ".join(c for row in rows for c in row) for _, _, rows in printed.tables)])
+    for mode in device.modes:  # every mode's profile, its op classes, knobs and notes
+        profile = device.numerics(mode)
+        assert any(f"profile {profile.name}" in t for t in titles)
+        assert all(f"{knob} {value}" in text for knob, value in device.settable(mode).items())
+        assert all(f"  - {note}" in printed.lines for note in profile.notes)
+    numbered = [line for line in printed.lines if line.startswith("[")]
+    assert all(any(line.endswith(f"] {source}") for line in numbered) for source in device.spec.sources)
+    assert device.spec.model in text
+
+
+def test_devices_name_json_and_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    one = run_json(capsys, "devices", "groq")
+    assert one == next(r for r in run_json(capsys, "devices") if r["name"] == "groq")
+    code, out, err = run(capsys, "devices", "grok")
+    assert (code, out) == (2, "") and "Did you mean 'groq'?" in err
 
 
 def test_kernels_json(capsys: pytest.CaptureFixture[str]) -> None:

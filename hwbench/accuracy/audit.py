@@ -134,9 +134,24 @@ class Auditor:
         """Every selected protocol refuses, before minutes of reference runs, what cannot run."""
         ctx = self.context(candidates)
         chosen = self.selected()
+        self._refuse_unused(chosen)
         for protocol in chosen:
             protocol.preflight(ctx)
         return chosen
+
+    def _refuse_unused(self, chosen: list[AuditProtocol]) -> None:
+        """An option no chosen protocol takes (each declaring what it takes) is refused, not ignored."""
+        declared = [p.takes() for p in chosen]
+        if any(d is None for d in declared):
+            return
+        given = [*self.settings.options, *(["dt_refine"] if self.settings.dt_refine else [])]
+        for option in given:
+            if not any(option in d for d in declared if d is not None):
+                names = ", ".join(p.name for p in chosen)
+                raise UsageError(
+                    f"--{option.replace('_', '-')} does not apply to kernel '{self.settings.kernel}': "
+                    f"none of the protocols it runs ({names}) takes it (hwbench protocols)"
+                )
 
     def planned_runs(self, candidates: list[Candidate]) -> list[tuple[str, float]]:
         """(label, total) of every run the protocols report progress for (progress bars)."""

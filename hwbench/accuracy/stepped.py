@@ -174,6 +174,9 @@ class SteppedProtocol(AuditProtocol):
     def refining(self, settings: AuditSettings) -> bool:
         return settings.dt_refine and self.refine is not None
 
+    def takes(self) -> frozenset[str]:
+        return frozenset({"dt_refine"} if self.refine is not None else ())
+
     # --- before the runs ---------------------------------------------------------------------
     def preflight(self, ctx: AuditContext) -> None:
         """Resolve every candidate and refuse, before minutes of reference runs, what cannot run."""

@@ -13,6 +13,7 @@ import click
 from rich.markup import escape
 
 from hwbench.cli import validate
+from hwbench.cli.command import Command
 from hwbench.cli.common import parse_set
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
@@ -35,7 +36,7 @@ def _fmt(x: float | None, unit: str = "") -> str:
     return f"{x:.3g}{unit}"
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option(
     "--device",
     "-d",

@@ -8,6 +8,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from hwbench.cli import validate
+from hwbench.cli.command import Command, given
 from hwbench.cli.common import energy_options, json_option, kernel_option, mode_option
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
@@ -19,13 +20,26 @@ from hwbench.core.results import BenchResult, Timing
 from hwbench.library.bench import bench_plan, check_sizes, default_out, resolve_devices
 from hwbench.library.progress import RichProgress
 
+# Options of one kind of kernel only: given with the other, they would be ignored, so they are refused.
+DL_ONLY = ("dl_config", "dl_precision", "scale_down", "max_gflop", "half_double_batch")
+STEPPED_ONLY = (
+    "mode",
+    "sizes",
+    "cells_list",
+    "full",
+    "connected_only",
+    "unconnected_only",
+    "ms",
+    "no_energy",
+    "energy_model",
+)
 BENCH_COLUMNS = [
     *("engine", "exec", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF", "cell-steps/s"),
     "peak MiB",
 ]
 
 
-@click.command()
+@click.command(cls=Command)
 @kernel_option()
 @click.option(
     "--device",
@@ -109,12 +123,15 @@ def bench(
     validate.refuse_together(ctx, "sizes", ["full"], "--full is a size list of its own")
     registry = get_registry()
     k = registry.kernel(kernel)  # unknown names fail before any work
+    _refuse_other_kind(ctx, kernel, dl=k.info.family == "dl")
     if k.info.family == "dl":
         from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
 
         if len(devices) != 1:
             raise UsageError(f"{kernel} is benched on one --device at a time")
-        return run_dl_cli(registry, DLBenchOptions(kernel, devices[0], engines, repeats, out, as_json, **dl_options))
+        seed_given = seed if given(ctx, "seed") else None  # else the DL inputs' own default
+        options = DLBenchOptions(kernel, devices[0], engines, repeats, out, as_json, seed_given, **dl_options)
+        return run_dl_cli(registry, options)
     targets = resolve_devices(registry, k, devices, mode, engines)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
@@ -141,6 +158,16 @@ def bench(
     stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
     record_result(result)
     _report(result, kernel, names, ms, repeats, as_json)
+
+
+def _refuse_other_kind(ctx: click.Context, kernel: str, *, dl: bool) -> None:
+    """The options of the other kind of kernel, given, are refused (they would be ignored)."""
+    if dl:
+        why = f"does not apply to the DL primitive {kernel}, which is timed per --config and --precision"
+        validate.refuse_given(ctx, STEPPED_ONLY, why)
+    else:
+        why = f"applies to the DL primitives (family 'dl' in hwbench kernels); {kernel} is timed over --sizes / --cells"
+        validate.refuse_given(ctx, DL_ONLY, why)
 
 
 def _report(result: BenchResult, kernel: str, device: str, ms: float, repeats: int, as_json: bool) -> None:

@@ -96,7 +96,7 @@ def _set_value(key: str, raw: str) -> object:
     if raw.startswith("["):
         try:
             items = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             items = None
         ok = isinstance(items, list) and items and all(isinstance(x, (int, float)) for x in items)
         if not ok or any(isinstance(x, bool) or not math.isfinite(x) for x in items):

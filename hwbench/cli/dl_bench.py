@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result
-from hwbench.core.errors import UsageError
+from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.plugins import Registry
 from hwbench.core.results import BenchResult, Timing, write_json
 
@@ -23,6 +23,7 @@ class DLBenchOptions:
     repeats: int
     out: str | None
     as_json: bool
+    seed: int | None  # the inputs' seed (None: the DL bench's default)
     dl_config: str | None = None
     dl_precision: str | None = None
     scale_down: bool = False
@@ -52,13 +53,15 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
         max_gflop=opts.max_gflop,
         half_double_batch=opts.half_double_batch,
     )
+    if opts.seed is not None:
+        plan.seed = opts.seed
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=stderr,
-        transient=opts.as_json,
+        transient=True,  # the table (or the error) says how it went
     ) as progress:
         task = progress.add_task("bench", total=len(plan.cases()))
 
@@ -67,6 +70,12 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
             progress.update(task, advance=1, description=f"{label}: {status}")
 
         result = run_dl_bench(registry, plan, tick)
+    if not result.timings:  # nothing measured: refused with the reasons, and nothing written
+        cases: dict[str, list[str]] = {}
+        for skip in result.skipped:
+            cases.setdefault(skip["reason"], []).append(f"{skip['config']} {skip['precision']}")
+        reasons = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in cases.items())
+        raise UnavailableError(f"every configuration was skipped, nothing measured ({reasons})")
     _write(result, opts)
 
 

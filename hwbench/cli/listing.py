@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
+from hwbench.cli.command import Command
+from hwbench.cli.device_view import device_record, numerics_cells, show_device
 from hwbench.cli.output import print_json, print_table, warn
-from hwbench.core.device import Device
 from hwbench.core.metric import Metric
 from hwbench.core.plugins import Registry, get_registry
 
@@ -21,70 +22,33 @@ def _warn_failed(registry: Registry) -> None:
         warn(f"{len(failed)} plugin(s) failed to load: {names} (see 'hwbench plugins')")
 
 
-def device_record(device: Device, *, profiles: bool = True) -> dict[str, Any]:
-    """Everything ``hwbench devices --json`` says about one device, profiles with their sources
-    (``profiles=False``: without them, for the table, which does not show them: building and
-    dumping every mode's profile was a tenth of the command's time)."""
-    record = _device_summary(device)
-    if profiles:
-        record["profiles"] = _profiles(device)
-    return record
-
-
-def _device_summary(device: Device) -> dict[str, Any]:
-    try:
-        probe = device.probe()
-        status, reason = probe.status, probe.reason
-    except Exception as exc:  # a device plugin's probe must not take the listing down
-        status, reason = "unavailable", f"probe failed: {exc.__class__.__name__}: {exc}"
-    return {
-        "name": device.name,
-        "status": status,
-        "reason": reason,
-        "modes": list(device.modes),
-        "default_mode": device.default_mode,
-        "spec": device.spec.model_dump(mode="json"),
-    }
-
-
-def _profiles(device: Device) -> dict[str, Any]:
-    profiles: dict[str, Any] = {}
-    for mode in device.modes:
-        try:
-            profile = device.numerics(mode)
-            profiles[mode] = None if profile is None else profile.model_dump(mode="json")
-        except Exception as exc:
-            profiles[mode] = {"error": f"{exc.__class__.__name__}: {exc}"}
-    return profiles
-
-
-@click.command()
+@click.command(cls=Command)
+@click.argument("name", required=False)
 @json_option
-def devices(as_json: bool) -> None:
-    """List devices: real, emulated or unavailable here, and why."""
+def devices(name: str | None, as_json: bool) -> None:
+    """List devices: real, emulated or unavailable here, and why; the default mode's numerics
+    profile (weakest confidence) and its knobs. NAME: one device in detail, every mode's profile."""
     registry = get_registry()
-    records = [device_record(d, profiles=as_json) for d in registry.devices.values()]
+    if name is not None:
+        show_device(registry.device(name), as_json)
+        _warn_failed(registry)
+        return
     if as_json:
-        print_json(records)
+        print_json([device_record(d) for d in registry.devices.values()])
     else:
+        rows = []
+        for device in registry.devices.values():
+            r = device_record(device, profiles=False)
+            rows.append((r["name"], r["status"], ", ".join(r["modes"]), *numerics_cells(device), r["reason"]))
         print_table(
-            "Devices",
-            ["name", "chip", "status", "modes", "why"],
-            [
-                (
-                    r["name"],
-                    f"{r['spec']['vendor']} {r['spec']['model']}",
-                    r["status"],
-                    ", ".join(r["modes"]),
-                    r["reason"],
-                )
-                for r in records
-            ],
+            "Devices (hwbench devices NAME: one in full, with its chip, sources and every mode's profile)",
+            ["name", "status", "modes", "profile (default mode)", "knobs (--set)", "why"],
+            rows,
         )
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def kernels(as_json: bool) -> None:
     """List kernels and the op classes they use."""
@@ -101,7 +65,7 @@ def kernels(as_json: bool) -> None:
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def protocols(as_json: bool) -> None:
     """List the audit protocols: what each needs, compares and judges, and the kernels it applies to."""
@@ -131,7 +95,7 @@ def metric_record(metric: Metric, registry: Registry) -> dict[str, Any]:
     return record
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("name", required=False)
 @json_option
 def metrics(name: str | None, as_json: bool) -> None:
@@ -169,7 +133,7 @@ def metrics(name: str | None, as_json: bool) -> None:
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def engines(as_json: bool) -> None:
     """List execution engines and whether their library is installed here."""
@@ -205,7 +169,7 @@ def engines(as_json: bool) -> None:
     _warn_failed(registry)
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def plugins(as_json: bool) -> None:
     """List plugins (built-in and installed), what each registered, and failures."""
@@ -224,7 +188,7 @@ def plugins(as_json: bool) -> None:
     print_table("Plugins", ["name", "from", "status", "contract", "provides", "error / notes"], rows)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("name", required=False)
 def schema(name: str | None) -> None:
     """Print the published JSON Schema of a result file (run, bench, audit, profile, sweep)."""

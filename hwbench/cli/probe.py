@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hwbench.cli.command import Command
 from hwbench.cli.common import json_option
 from hwbench.cli.output import print_json, print_table, stdout
 from hwbench.core.errors import EXIT_OK
@@ -37,7 +38,7 @@ FEATURE_LABELS = {
 }
 
 
-@click.command("probe")
+@click.command("probe", cls=Command)
 @click.option("--device", "-d", "spec", required=True, help="Device and mode, D[:MODE] (e.g. h100:fp16).")
 @click.option("--compare", "compare_with", default=None, help="A named matrix unit to compare with (e.g. a100).")
 @click.option("--emulated", is_flag=True, help="Probe the device's model even where its silicon is present.")

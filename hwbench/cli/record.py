@@ -20,6 +20,7 @@ import click
 from pydantic import BaseModel
 
 from hwbench.cli.output import stderr, warn
+from hwbench.cli.validate import Tag
 from hwbench.library.recording import _document, environment_for
 from hwbench.store.location import StoreLocation, resolve_location
 
@@ -69,7 +70,9 @@ def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
             click.get_current_context().meta[_META_KEY] = pending
         return command(*args, **kwargs)
 
-    wrapper = click.option("--tag", "tags", multiple=True, help="Tag the stored result (repeatable).")(wrapper)
+    wrapper = click.option("--tag", "tags", type=Tag(), multiple=True, help="Tag the stored result (repeatable).")(
+        wrapper
+    )
     wrapper = click.option(
         "--no-store", is_flag=True, help="Do not record the result in the results store (docs/results.md)."
     )(wrapper)
@@ -77,7 +80,8 @@ def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--store",
         default=None,
         metavar="URL",
-        help="Results store: sqlite:///PATH, postgresql://..., or a file (default $HWBENCH_STORE, else the data dir).",
+        help="Results store: sqlite:///PATH, postgresql://..., a file, or 'none' to record nothing "
+        "(default $HWBENCH_STORE, else the data dir).",
     )(wrapper)
 
 

@@ -3,29 +3,34 @@
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from hwbench.cli import validate
+from hwbench.cli.command import Command
 from hwbench.cli.output import stderr
+from hwbench.cli.report_input import check_profiles, check_result, not_a_file, stored_ref
 from hwbench.cli.results import _filters, _open, filter_options
 from hwbench.core.errors import UsageError
+from hwbench.store.location import MAX_LIMIT
 
 
 def _from_file(path: Path) -> Any:
+    from hwbench.core.user_data import parse_json
     from hwbench.library.recording import _devices
     from hwbench.report.html import ReportSource
     from hwbench.store.extract import kind_of
 
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+        text = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    doc = parse_json(text, f"cannot read {path}")
     if not isinstance(doc, dict) or not kind_of(doc):
         raise UsageError(f"{path} is not a hwbench result file (no 'schema'): give a result id, a .json, or 'history'")
+    check_result(doc, kind_of(doc), str(path))
     profiles = _devices(doc).profiles
     note = "Profiles as this hwbench defines them today (a result file does not record them; stored results do)."
     images = {
@@ -39,19 +44,22 @@ def _from_store(ctx: click.Context, ref: str) -> Any:
     from hwbench.report.html import ReportSource
 
     stored = _open(ctx).get(ref)
+    origin = f"stored result {stored.id}"
+    check_result(stored.document or {}, stored.kind, origin)
     env = stored.environment.model_dump(mode="json") if stored.environment else None
     profiles = (env or {}).get("profiles") or {}
-    return ReportSource(stored.document or {}, stored.kind, f"stored result {stored.id}", env, profiles)
+    check_profiles(profiles, origin)
+    return ReportSource(stored.document or {}, stored.kind, origin, env, profiles)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("target")
 @click.option("--out", type=validate.OutFile(), default=None, help="HTML file (default hwbench-report-*.html).")
 @click.option("--store", "store_url", default=None, metavar="URL", help="Results store (default $HWBENCH_STORE).")
 @filter_options
 @click.option(
     "--limit",
-    type=validate.BoundedInt(0, None),
+    type=validate.BoundedInt(0, MAX_LIMIT),
     default=500,
     show_default=True,
     help="History: newest N results (0: all).",
@@ -78,11 +86,11 @@ def report(
     elif Path(target).is_file():
         source = _from_file(Path(target))
         text, name = render_result(source), Path(target).stem
-    elif target.isdigit() or len(target) == 32:
+    elif stored_ref(target):
         source = _from_store(ctx, target)
         text, name = render_result(source), f"{source.kind}-{target}"
     else:
-        raise UsageError(f"'{target}' is neither a stored result id, a result file, nor 'history'")
+        raise not_a_file(Path(target))
     path = write_page(text, out or f"hwbench-report-{name}.html")
     stderr.print(f"wrote {path}", highlight=False)
 

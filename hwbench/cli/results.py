@@ -15,9 +15,11 @@ from typing import Any
 import click
 
 from hwbench.cli import validate
+from hwbench.cli.command import Group
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from hwbench.core.results import HOST_TIME
+from hwbench.store.location import MAX_LIMIT
 
 # the execution (real / emul.) under the device: a column of its own would not fit 80 columns piped
 _LIST_COLUMNS = ["id", "created UTC", "kind", "kernel", "device (exec)", "engine", "dtype", "size", "min run s"]
@@ -31,7 +33,7 @@ def _open(ctx: click.Context) -> Any:
 
     location = resolve_location(ctx.obj.get("store_url"))
     if location is None:
-        raise UsageError("the results store is off (HWBENCH_STORE=none): give --store URL")
+        raise UsageError("the results store is off (--store none or HWBENCH_STORE=none): give --store URL")
     return Store(location)
 
 
@@ -71,7 +73,7 @@ def _filters(limit: int | None, **kwargs: Any) -> Any:
     return Filters(limit=limit or None, **{k: kwargs.get(k) for k in _FILTERS})
 
 
-@click.group()
+@click.group(cls=Group)
 @click.option("--store", "store_url", default=None, metavar="URL", help="Results store (default $HWBENCH_STORE).")
 @click.pass_context
 def results(ctx: click.Context, store_url: str | None) -> None:
@@ -81,7 +83,9 @@ def results(ctx: click.Context, store_url: str | None) -> None:
 
 @results.command("list")
 @filter_options
-@click.option("--limit", type=validate.BoundedInt(0, None), default=50, show_default=True, help="Newest N (0: all).")
+@click.option(
+    "--limit", type=validate.BoundedInt(0, MAX_LIMIT), default=50, show_default=True, help="Newest N (0: all)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON only on stdout.")
 @click.pass_context
 def list_results(ctx: click.Context, /, limit: int, as_json: bool, **filters: Any) -> None:
@@ -281,20 +285,25 @@ def _records_from(path: Path) -> list[Any]:
     """An export file, or one plain result file (run/bench/audit JSON) recorded without its environment."""
     from pydantic import ValidationError
 
+    from hwbench.core.user_data import parse_json
     from hwbench.store.environment import Environment
-    from hwbench.store.models import StoredResult, StoreExport
+    from hwbench.store.models import EXPORT_SCHEMA, StoredResult, StoreExport, check_export_schema
 
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+        text = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = parse_json(text, f"cannot read {path}")
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("hwbench."):
         raise UsageError(f"{path} is neither a hwbench export nor a hwbench result file (no 'schema')")
-    try:
-        if data["schema"] == "hwbench.store-export/1":
+    if str(data["schema"]).startswith(EXPORT_SCHEMA.split("/")[0] + "/"):
+        check_export_schema(str(data["schema"]), str(path))
+        try:
             return StoreExport.model_validate(data).records
-    except ValidationError as exc:
-        raise UsageError(f"{path}: malformed export: {exc.errors()[0]['msg']}") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise UsageError(f"{path}: malformed export: {field}: {first['msg']}") from None
     import hashlib
 
     uid = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]  # re-import: same uid
@@ -305,15 +314,19 @@ def _records_from(path: Path) -> list[Any]:
 
 @results.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--tag", "tags", multiple=True, help="Also tag the imported results.")
+@click.option("--tag", "tags", type=validate.Tag(), multiple=True, help="Also tag the imported results.")
 @click.pass_context
 def import_results(ctx: click.Context, files: tuple[str, ...], tags: tuple[str, ...]) -> None:
     """Add results from export files or plain result JSON files; already-present ones are skipped."""
     store = _open(ctx)
-    records = [r for f in files for r in _records_from(Path(f))]  # all files parse before anything is added
+    records, labels = [], []
+    for f in files:  # all files parse before anything is added
+        found = _records_from(Path(f))
+        records += found
+        labels += [f"{f} records[{i}]" for i in range(len(found))]
     for r in records:
         r.tags = sorted({*r.tags, *tags})
-    summary = store.import_records(records)
+    summary = store.import_records(records, labels)
     stderr.print(f"imported {len(summary.added)} result(s), skipped {summary.skipped} already present", highlight=False)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hwbench.cli import validate
+from hwbench.cli.command import Command
 from hwbench.cli.common import (
     device_option,
     energy_options,
@@ -22,7 +23,7 @@ from hwbench.core.plugins import get_registry
 from hwbench.core.results import Timing
 
 
-@click.command()
+@click.command(cls=Command)
 @kernel_option()
 @device_option()
 @mode_option

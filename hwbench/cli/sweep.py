@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hwbench.accuracy.verdict import Verdict
 from hwbench.cli import validate
+from hwbench.cli.command import Command
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import store_options
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
@@ -52,7 +53,7 @@ def _check_id(sweep_id: str) -> str:
     return sweep_id
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--spec", "spec_path", type=validate.InFile(), help="Sweep spec file (.toml/.json).")
 @click.option("--kernel", "-k", default=None, help="Kernel every cell audits (default: hwbench's default kernel).")
 @click.option("--device", "-d", "devices", multiple=True, help="NAME or NAME:MODE (repeatable; default cpu:fp32).")

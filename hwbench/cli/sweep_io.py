@@ -62,6 +62,7 @@ def _save_spec(plan: SweepPlan) -> None:
 
 def build_spec(spec_path: str | None, axes: dict[str, Any]) -> SweepSpec:
     """The spec from a file or from the CLI shorthands (not both: which would win is unclear)."""
+    from hwbench.core.audit_protocol import MAX_SEED
     from hwbench.stress.sweep_spec import parse_grid, parse_ints, parse_rounding, parse_set_values
 
     if spec_path:
@@ -84,9 +85,9 @@ def build_spec(spec_path: str | None, axes: dict[str, Any]) -> SweepSpec:
             raise UsageError("--rounding sets the rounding of the --grid formats; give a --grid too")
         data["rounding"] = parse_rounding(axes["rounding"])
     if axes["seeds"]:
-        data["seeds"] = parse_ints(axes["seeds"], what="--seeds")
+        data["seeds"] = parse_ints(axes["seeds"], what="--seeds", low=0, high=MAX_SEED)
     if axes["dts"]:
-        data["dt"] = parse_ints(axes["dts"], what="--dt")
+        data["dt"] = parse_ints(axes["dts"], what="--dt", low=1)  # the kernel's limit: preflight
     return SweepSpec.parse(data, origin="sweep options")
 
 
@@ -110,6 +111,14 @@ def preflight(spec: SweepSpec, cells: list[Cell]) -> None:
     Auditor(registry, AuditSettings(kernel=kernel.name, protocols=sweep_protocols(spec))).selected()
     if any(c.dt > 1 for c in cells) and kernel.info.dt_param is None:
         raise UsageError(f"--dt: kernel '{kernel.name}' is discrete-time (no dt parameter)")
+    from hwbench.stress.refinement import max_factor
+
+    top = max_factor(kernel)
+    if any(c.dt > top for c in cells):
+        raise UsageError(
+            f"--dt: kernel '{kernel.name}' takes dt divisors from 1 to {top} (a sample of "
+            f"{kernel.info.sample_every} x k steps numbers its spikes in 16 bits), got {max(c.dt for c in cells)}"
+        )
 
 
 def sweep_protocols(spec: SweepSpec) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hwbench.cli import validate
+from hwbench.cli.command import Command
 from hwbench.cli.common import json_option
 from hwbench.cli.output import print_json, print_table, stderr
 from hwbench.cli.record import record_result, store_options
@@ -108,7 +109,7 @@ def _out_dir(out: str | None) -> Path | None:
     return path
 
 
-@click.command()
+@click.command(cls=Command)
 @net_options
 @click.option("--dataset", type=click.Choice(["synthetic", "digits"]), default="digits", show_default=True)
 @click.option(
@@ -154,10 +155,7 @@ def train(
     from hwbench.plugins.kernels.snn import session
 
     out_dir = _out_dir(out)
-    if deploy_to and o["encoding"] != "rate":
-        raise UsageError("--deploy needs spike input: add --encoding rate (and --reset zero for loihi)")
-    if "loihi" in deploy_to and o["reset"] != "zero":  # refused before minutes of training, not after
-        raise UsageError("--deploy loihi needs --reset zero: Loihi's hard-wired LIF neurons reset to zero")
+    _check_train_options(o, dataset, deploy_to)
     plan = session.Plan(
         cfg=_config(o, int(inputs)),
         dataset=dataset,
@@ -186,6 +184,20 @@ def train(
     _print_train(result)
 
 
+def _check_train_options(o: dict[str, Any], dataset: str, deploy_to: tuple[str, ...]) -> None:
+    """Options that do not apply to the chosen data or network, and deployments that cannot work,
+    refused before minutes of training, not ignored or found after."""
+    ctx = click.get_current_context()
+    if dataset != "synthetic":
+        validate.refuse_given(ctx, ("samples",), f"sets the synthetic dataset's size; {dataset} has its own images")
+    if o["net"] != "dsnn":
+        validate.refuse_given(ctx, ("hidden",), "is the DSNN's hidden width; the CSNN's layers are fixed")
+    if deploy_to and o["encoding"] != "rate":
+        raise UsageError("--deploy needs spike input: add --encoding rate (and --reset zero for loihi)")
+    if "loihi" in deploy_to and o["reset"] != "zero":
+        raise UsageError("--deploy loihi needs --reset zero: Loihi's hard-wired LIF neurons reset to zero")
+
+
 def _print_train(result: TrainResult) -> None:
     cfg = result.config
     click.echo(
@@ -211,7 +223,7 @@ def _print_train(result: TrainResult) -> None:
         )
 
 
-@click.command("train-bench")
+@click.command("train-bench", cls=Command)
 @net_options
 @click.option(
     "--sweep",

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
+from hwbench.cli.command import given
+from hwbench.core.audit_protocol import MAX_SEED
 from hwbench.core.errors import UsageError
 from hwbench.core.files import check_input_file, check_output_dir, check_output_file
 
@@ -169,17 +170,30 @@ class InFile(click.ParamType[str]):
         return str(value)
 
 
-def given(ctx: click.Context, name: str) -> bool:
-    """Whether the user set option ``name`` (on the command line or through the environment)."""
-    source = ctx.get_parameter_source(name)
-    return source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
-
-
 def _flag(ctx: click.Context, name: str) -> str:
     for p in ctx.command.params:
         if p.name == name and isinstance(p, click.Option):
             return max(p.opts, key=len)
     return name
+
+
+class Tag(click.ParamType[str]):
+    """A tag for a stored result (:func:`hwbench.store.tags.tag_problem`)."""
+
+    name = "tag"
+
+    def describe(self) -> str:
+        from hwbench.store.tags import MAX_TAG
+
+        return f"a word of 1 to {MAX_TAG} characters, without a comma or control character"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from hwbench.store.tags import tag_problem
+
+        problem = tag_problem(str(value))
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return str(value)
 
 
 def refuse_together(ctx: click.Context, option: str, others: list[str], why: str = "") -> None:
@@ -192,8 +206,15 @@ def refuse_together(ctx: click.Context, option: str, others: list[str], why: str
             raise UsageError(f"{_flag(ctx, option)} cannot be combined with {_flag(ctx, other)}{reason}")
 
 
+def refuse_given(ctx: click.Context, options: tuple[str, ...], why: str) -> None:
+    """Refuse the first of ``options`` the user gave: it does not apply here (``why`` says so)."""
+    for option in options:
+        if given(ctx, option):
+            raise UsageError(f"{_flag(ctx, option)} {why}")
+
+
 # The ranges shared by the commands (docs/cli.md lists them; tests/cli checks both agree).
-SEED = BoundedInt(0, 2**32 - 1)
+SEED = BoundedInt(0, MAX_SEED)
 REPEATS = BoundedInt(1, 10_000)
 POSITIVE_MS = FiniteFloat(0.0, low_open=True)
 CELLS = BoundedInt(1, None)

@@ -33,6 +33,10 @@ STUDY_SEED = 42
 network: the published protocols (bench, validation, spike stress) default to it, so io-ehh runs
 on the study's own network (docs/io-ehh.md)."""
 
+MAX_SEED = 2**32 - 1
+"""The largest seed (numpy's legacy generator, which draws the study's networks, takes 0 .. 2^32 - 1);
+every command's seed option and a sweep's seeds are checked against it before any work."""
+
 Progress = Callable[[str, float, float], None]
 """(run label, amount done in this step, total of that label): biological ms, or 1 per finished run."""
 
@@ -155,6 +159,13 @@ class AuditProtocol(ABC):
         """Refuse (UsageError / UnavailableError) what cannot run, before any long run starts."""
         return None
 
+    def takes(self) -> frozenset[str] | None:
+        """The optional settings it reads: keys of ``AuditSettings.options`` (``"config"``) and
+        ``"dt_refine"``. When every protocol an audit runs declares them and none takes one that was
+        given, the auditor refuses it (``--config`` with a kernel that has no configurations would
+        otherwise be ignored). None (the default): not declared, nothing is refused on its account."""
+        return None
+
     def planned_runs(self, ctx: AuditContext) -> list[tuple[str, float]]:
         """(label, total) of the runs it will report progress for (progress bars); [] is fine."""
         return []
@@ -194,6 +205,9 @@ class LazyProtocol(AuditProtocol):
 
     def preflight(self, ctx: AuditContext) -> None:
         self.target.preflight(ctx)
+
+    def takes(self) -> frozenset[str] | None:
+        return self.target.takes()
 
     def planned_runs(self, ctx: AuditContext) -> list[tuple[str, float]]:
         return self.target.planned_runs(ctx)

@@ -150,7 +150,9 @@ class Workload:
                 header = json.loads(bytes(data["__header__"]).decode())
                 _check_header(path, header, shapes)
                 contents = {key: data[key] for key in data.files if key != "__header__"}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as exc:
+        except (
+            OSError, ValueError, KeyError, EOFError, RecursionError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError
+        ) as exc:  # fmt: skip
             raise UsageError(f"{path}: not a hwbench workload file ({exc.__class__.__name__})") from None
         groups: dict[str, dict[str, np.ndarray]] = {"param": {}, "array": {}, "annotation": {}, "state": {}}
         for key, value in contents.items():
@@ -247,6 +249,11 @@ class ParamRange:
         return bool(np.all(low_ok & high_ok))
 
 
+def describe_choices(choices: tuple[str, ...]) -> str:
+    """``'subtract' or 'zero'``: what the CLI table and the error message say of a word parameter."""
+    return " or ".join(f"'{c}'" for c in choices)
+
+
 class Kernel(ABC):
     """A simulation or AI workload. Subclasses are registered through ``hwbench_kernels``."""
 
@@ -258,6 +265,9 @@ class Kernel(ABC):
 
     parameter_ranges: ClassVar[dict[str, ParamRange]] = {}
     """Valid values of the numeric parameters ``make_workload`` accepts (checked generically)."""
+
+    parameter_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """The words a word-valued parameter takes (``reset``: ``subtract`` or ``zero``), checked generically."""
 
     @property
     def name(self) -> str:
@@ -278,11 +288,15 @@ class Kernel(ABC):
     def check_parameters(self, overrides: dict[str, Any]) -> None:
         """Refuse (UsageError) an override outside its declared :class:`ParamRange`.
 
-        Keys without a declared range are left to ``make_workload``, which names unknown ones.
+        Keys without a declared range or choices are left to ``make_workload``, which names unknown ones.
         """
         import numpy as np
 
         for key, value in overrides.items():
+            choices = self.parameter_choices.get(key)
+            if choices is not None and value not in choices:
+                allowed = describe_choices(choices)
+                raise UsageError(f"{self.name} parameter '{key}' must be {allowed}, got {_short(value)}")
             spec = self.parameter_ranges.get(key)
             if spec is None:
                 continue

@@ -78,7 +78,7 @@ def _filters(given: dict[str, Any]) -> Any:
             except ValueError:
                 raise UsageError(f"{name} expects an ISO date like 2026-01-31, got '{given[name]}'") from None
     limit = given.get("limit", 50)
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise UsageError("limit must be an integer >= 0 (0 or None: all)")
     values = {k: None if given.get(k) is None else str(given[k]) for k in _FILTERS if k != "limit"}
     return Filters(**values, limit=limit or None)

@@ -84,7 +84,10 @@ def _timing_comparisons(a: StoredResult, b: StoredResult, alpha: float, pct: flo
     out = []
     for key in sorted(set(ma) & set(mb)):
         if ma[key]["samples"] and mb[key]["samples"]:
-            found = compare_samples(key, ma[key]["samples"], mb[key]["samples"], alpha=alpha, fail_above_pct=pct)
+            try:
+                found = compare_samples(key, ma[key]["samples"], mb[key]["samples"], alpha=alpha, fail_above_pct=pct)
+            except ValueError as exc:  # an imported result edited into negative times: the user's data
+                raise UsageError(f"cannot compare: {exc} (the stored result was edited or damaged)") from None
             out.append(found.model_copy(update={"execution": f"{ma[key]['execution']}/{mb[key]['execution']}"}))
     return _Matched(matched_on, out)
 

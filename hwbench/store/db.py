@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins  # Store.list shadows the name list in the class body's annotations
 import datetime as _dt
+import re
 import sqlite3
 import time
 import uuid
@@ -22,11 +23,13 @@ from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.strict_json import dumps_compact
 from hwbench.store import extract
+from hwbench.store.constraints import check_row, integer_max
 from hwbench.store.environment import Environment
-from hwbench.store.location import StoreLocation
+from hwbench.store.location import MAX_LIMIT, StoreLocation
 from hwbench.store.migrations import upgrade
 from hwbench.store.models import StoredResult
 from hwbench.store.schema import SCHEMA_VERSION, result_tags, results, timings
+from hwbench.store.tags import tag_problem
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -82,6 +85,7 @@ def open_engine(location: StoreLocation) -> Engine:
     engine = _ENGINES.get(location.url)
     if engine is not None:
         return engine
+    _refuse_folder(location)
     try:
         engine = (
             _sqlite_engine(location.url) if location.is_sqlite else create_engine(location.url, json_serializer=_json)
@@ -107,6 +111,17 @@ def open_engine(location: StoreLocation) -> Engine:
     return engine
 
 
+def _refuse_folder(location: StoreLocation) -> None:
+    """A SQLite store is a file: a folder there is the user's mistake, said so (SQLite's own words
+    are "unable to open database file")."""
+    path = location.url.removeprefix("sqlite:///") if location.is_sqlite else ""
+    if path and path != ":memory:" and Path(path).is_dir():
+        raise UsageError(
+            f"the results store {path} is a folder: give --store / HWBENCH_STORE a file path "
+            f"(e.g. {Path(path) / 'results.sqlite'}), a store URL, or 'none'"
+        )
+
+
 def _utc(created: str | None) -> str:
     """Creation time as UTC ISO-8601 (sortable as text in both databases)."""
     try:
@@ -115,7 +130,12 @@ def _utc(created: str | None) -> str:
         stamp = _dt.datetime.now(_dt.timezone.utc)
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=_dt.timezone.utc)
-    return stamp.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
+    try:
+        utc = stamp.astimezone(_dt.timezone.utc)
+    except OverflowError:  # 9999-12-31T23:00-14:00 is past the calendar's end in UTC: its end (or start)
+        utc = _dt.datetime.max if stamp.year == _dt.MAXYEAR else _dt.datetime.min
+        utc = utc.replace(tzinfo=_dt.timezone.utc)
+    return utc.isoformat(timespec="seconds")
 
 
 @dataclass
@@ -130,6 +150,10 @@ class Filters:
     since: str | None = None
     until: str | None = None
     limit: int | None = 50
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and not 0 <= self.limit <= MAX_LIMIT:
+            raise UsageError(f"limit must be an integer from 0 to {MAX_LIMIT} (0: all), got {self.limit}")
 
 
 @dataclass(frozen=True)
@@ -162,22 +186,9 @@ class Store:
         uid: str | None = None,
     ) -> int:
         """Store one result document (as written to its JSON file) and return its id."""
-        kind = extract.kind_of(document)
-        if not kind:
-            raise UsageError("not a hwbench result: the document has no 'schema' field")
-        names = sorted({t.strip() for t in tags if t.strip()})
-        row = {
-            "uid": uid or uuid.uuid4().hex,
-            "kind": kind,
-            "schema": str(document["schema"]),
-            "created": _utc(document.get("provenance", {}).get("created")),
-            "tags": ",".join(names),
-            "environment": environment.model_dump(mode="json"),
-            "document": extract.slim(kind, document),
-            **extract.indexed_columns(kind, document),
-        }
+        row = _Row.of(document, environment, tags, uid or uuid.uuid4().hex)
         with self.engine.begin() as conn:
-            return self._insert(conn, row, names, extract.timing_rows(kind, document))
+            return self._insert(conn, row.result, row.tags, row.timings)
 
     @staticmethod
     def _insert(conn: Any, row: dict[str, Any], names: list[str], timing_rows: list[dict[str, Any]]) -> int:
@@ -192,13 +203,11 @@ class Store:
         """Compile the insert statements now (in a rolled-back transaction), so that the one record a
         command makes at its end finds them in SQLAlchemy's statement cache (~10 ms saved)."""
         document = {"schema": "hwbench.warm-up/1", "timings": [{"kernel": "k", "run_s": 1.0, "run_s_all": [1.0]}]}
-        row = {"uid": uuid.uuid4().hex, "kind": "warm-up", "schema": document["schema"], "created": _utc(None),
-               "tags": "t", "environment": environment.model_dump(mode="json"), "document": document,
-               **extract.indexed_columns("warm-up", document)}  # fmt: skip
+        row = _Row.of(document, environment, ("t",), uuid.uuid4().hex)
         with self.engine.connect() as conn:
             transaction = conn.begin()
             try:
-                self._insert(conn, row, ["t"], extract.timing_rows("warm-up", document))
+                self._insert(conn, row.result, row.tags, row.timings)
             finally:
                 transaction.rollback()
 
@@ -219,8 +228,9 @@ class Store:
         if filters.since:
             query = query.where(c.created >= _utc(filters.since))
         if filters.until and len(filters.until) == 10:  # a date: the whole day
-            next_day = _dt.date.fromisoformat(filters.until) + _dt.timedelta(days=1)
-            query = query.where(c.created < _utc(next_day.isoformat()))
+            day = _dt.date.fromisoformat(filters.until)
+            if day < _dt.date.max:  # until the calendar's last day: no bound
+                query = query.where(c.created < _utc((day + _dt.timedelta(days=1)).isoformat()))
         elif filters.until:
             query = query.where(c.created <= _utc(filters.until))
         query = query.order_by(c.created.desc(), c.id.desc())
@@ -251,9 +261,12 @@ class Store:
     def get(self, ref: int | str) -> StoredResult:
         """One result with its document and environment, by id (or uid)."""
         c = results.c
-        key = c.id == int(ref) if str(ref).isdigit() else c.uid == str(ref)
-        with self.engine.connect() as conn:
-            row = conn.execute(select(results).where(key)).first()
+        text, top = str(ref), integer_max(self.engine.dialect.name)
+        digits = re.fullmatch(r"[0-9]+", text) is not None  # ASCII only: '²'.isdigit() is True
+        in_range = digits and len(text) <= len(str(top)) and int(text) <= top
+        with self.engine.connect() as conn:  # an id past the integer column's range is no id here
+            key = c.id == int(text) if in_range else c.uid == text
+            row = None if digits and not in_range else conn.execute(select(results).where(key)).first()
             if row is None:
                 where = self.location.describe()
                 raise UsageError(f"no result '{ref}' in the store {where} (see 'hwbench results list')")
@@ -273,34 +286,36 @@ class Store:
             ids = conn.execute(self._select(filters, [results.c.id])).scalars().all()
         return [self.get(i) for i in ids]
 
-    def import_records(self, records: builtins.list[StoredResult]) -> ImportSummary:
+    def import_records(
+        self, records: builtins.list[StoredResult], labels: builtins.list[str] | None = None
+    ) -> ImportSummary:
         """Add records from an export; a record whose uid is already here is skipped (idempotent).
 
-        Every record must carry its document and environment (as ``export`` writes them; ``list``
-        leaves them out): otherwise nothing is added and the answer names the first such record.
+        All or nothing, in one transaction: every record must carry its document and environment
+        (as ``export`` writes them; ``list`` leaves them out), hold a hwbench result, appear once,
+        and fit the store's columns (:mod:`hwbench.store.constraints`); otherwise nothing is added
+        and the answer names the first record that does not (``labels``: how to name each record,
+        e.g. its file; default ``records[i]``).
         """
-        complete = [(r, r.document, r.environment) for r in records]
-        missing = [r.uid for r, doc, env in complete if doc is None or env is None]
-        if missing:
-            raise UsageError(
-                f"{len(missing)} record(s) have no document or environment (first: uid {missing[0]}); "
-                "import what 'hwbench results export' writes"
-            )
-        foreign = [r.uid for r, doc, _ in complete if not str((doc or {}).get("schema", "")).startswith("hwbench.")]
-        if foreign:
-            raise UsageError(
-                f"record uid {foreign[0]} holds no hwbench result (its document's 'schema' is not 'hwbench.*'); "
-                "import exports as 'hwbench results export' writes them"
-            )
+        names = labels or [f"records[{i}]" for i in range(len(records))]
+        first: dict[str, int] = {}
+        for i, r in enumerate(records):
+            if r.uid in first:
+                raise UsageError(
+                    f"{names[i]} repeats uid {r.uid} of {names[first[r.uid]]}: import each result once; "
+                    "nothing was imported"
+                )
+            first[r.uid] = i
+        rows = [_import_row(names[i], r, self.engine.dialect.name) for i, r in enumerate(records)]
         summary = ImportSummary()
-        with self.engine.connect() as conn:
-            query = select(results.c.uid).where(results.c.uid.in_([r.uid for r in records]))
+        with self.engine.begin() as conn:  # the writer lock is held from here: no other import interleaves
+            query = select(results.c.uid).where(results.c.uid.in_(list(first)))
             known = set(conn.execute(query).scalars())
-        for rec, document, environment in complete:
-            if rec.uid in known:
-                summary.skipped += 1
-            elif document is not None and environment is not None:  # checked above
-                summary.added.append(self.record(document, environment, tuple(rec.tags), uid=rec.uid))
+            for row in rows:
+                if row.result["uid"] in known:
+                    summary.skipped += 1
+                else:
+                    summary.added.append(self._insert(conn, row.result, row.tags, row.timings))
         return summary
 
     def count(self) -> int:
@@ -310,6 +325,62 @@ class Store:
     def delete(self, ids: builtins.list[int]) -> None:
         with self.engine.begin() as conn:
             conn.execute(delete(results).where(results.c.id.in_(ids)))
+
+
+@dataclass
+class _Row:
+    """One result as the store's tables hold it: its ``results`` row, tags and ``timings`` rows."""
+
+    result: dict[str, Any]
+    tags: builtins.list[str]
+    timings: builtins.list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, document: dict[str, Any], environment: Environment, tags: tuple[str, ...], uid: str) -> _Row:
+        kind = extract.kind_of(document)
+        if not kind:
+            raise UsageError("not a hwbench result: the document has no 'schema' field")
+        names = sorted({t.strip() for t in tags if t.strip()})
+        for name in names:
+            problem = tag_problem(name)
+            if problem is not None:
+                raise UsageError(problem)
+        provenance = document.get("provenance")
+        created = provenance.get("created") if isinstance(provenance, dict) else None
+        row = {
+            "uid": uid,
+            "kind": kind,
+            "schema": str(document["schema"]),
+            "created": _utc(created),
+            "tags": ",".join(names),
+            "environment": environment.model_dump(mode="json"),
+            "document": extract.slim(kind, document),
+            **extract.indexed_columns(kind, document),
+        }
+        return cls(row, names, extract.timing_rows(kind, document))
+
+
+def _import_row(name: str, record: StoredResult, dialect: str) -> _Row:
+    """The rows of an imported record, refused (naming it) unless complete, a hwbench result and fitting."""
+    where = f"{name} (uid {record.uid[:40]})"
+    if record.document is None or record.environment is None:
+        raise UsageError(
+            f"{where} has no document or environment; import what 'hwbench results export' writes "
+            "(nothing was imported)"
+        )
+    if not str(record.document.get("schema", "")).startswith("hwbench."):
+        raise UsageError(
+            f"{where} holds no hwbench result (its document's 'schema' is not 'hwbench.*'); "
+            "import exports as 'hwbench results export' writes them"
+        )
+    try:
+        row = _Row.of(record.document, record.environment, tuple(record.tags), record.uid)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    check_row(results, row.result, where, dialect)
+    for timing in row.timings:
+        check_row(timings, timing, f"{where} timing {timing['ordinal']}", dialect)
+    return row
 
 
 def describe_error(exc: SQLAlchemyError) -> str:

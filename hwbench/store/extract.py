@@ -39,6 +39,19 @@ def timings_of(kind: str, document: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _sequence(value: Any) -> list[Any]:
+    """``value`` if the document holds a list there, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     """``value`` if the document holds a mapping there, else an empty one (documents may be partial)."""
     return value if isinstance(value, dict) else {}
@@ -47,10 +60,9 @@ def _mapping(value: Any) -> dict[str, Any]:
 def execution_of(kind: str, document: dict[str, Any]) -> str | None:
     """``real``, ``emulated`` (or both, comma-joined): the timings' execution, or an audit's candidates'."""
     values = [t.get("execution") for t in timings_of(kind, document)]
-    protocols = document.get("protocols")
-    for p in protocols if isinstance(protocols, list) else []:
-        runs = p.get("runs") if isinstance(p, dict) else None
-        values += [r.get("execution") for r in runs or [] if isinstance(r, dict) and r.get("role") == "candidate"]
+    for p in _sequence(document.get("protocols")):
+        runs = _sequence(p.get("runs")) if isinstance(p, dict) else []
+        values += [r.get("execution") for r in runs if isinstance(r, dict) and r.get("role") == "candidate"]
     return _joined([v for v in values if v in ("real", "emulated")])
 
 
@@ -60,10 +72,10 @@ def indexed_columns(kind: str, document: dict[str, Any]) -> dict[str, Any]:
     timings = timings_of(kind, document)
     protocol = _mapping(document.get("protocol"))
     settings = _mapping(document.get("settings"))
-    candidates = [c for c in settings.get("candidates", []) if isinstance(c, dict)]
+    candidates = [c for c in _sequence(settings.get("candidates")) if isinstance(c, dict)]
     verdict = document.get("verdict")
-    runs = [float(t["run_s"]) for t in timings if isinstance(t.get("run_s"), (int, float))]
-    sizes = [int(t["ncells"]) for t in timings if isinstance(t.get("ncells"), int)]
+    runs = [float(t["run_s"]) for t in timings if _number(t.get("run_s"))]
+    sizes = [int(t["ncells"]) for t in timings if _integer(t.get("ncells"))]
     return {
         # audits name their kernel in settings.kernel (reports written before it existed have none)
         "kernel": _joined([t.get("kernel") for t in timings] + [protocol.get("kernel"), settings.get("kernel")]),
@@ -86,21 +98,25 @@ def config_key(timing: dict[str, Any]) -> str:
 
 
 def timing_rows(kind: str, document: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per timed configuration, with its repeat samples (the statistics' input)."""
+    """One row per timed configuration, with its repeat samples (the statistics' input).
+
+    A value of the wrong type (a user's edited file) is left out rather than stored in a typed column.
+    """
     rows = []
     for i, t in enumerate(timings_of(kind, document)):
-        samples = [float(s) for s in t.get("run_s_all") or [] if isinstance(s, (int, float))]
+        samples = [float(s) for s in _sequence(t.get("run_s_all")) if _number(s)]
+        run_s = t.get("run_s") if _number(t.get("run_s")) else None
         rows.append(
             {
                 "ordinal": i,
                 "config": config_key(t)[:512],
                 "engine": t.get("engine"),
                 "dtype": t.get("dtype"),
-                "ncells": t.get("ncells"),
-                "connected": t.get("connected"),
-                "run_s": t.get("run_s"),
-                "us_per_step": t.get("us_per_step"),
-                "samples": samples or ([float(t["run_s"])] if isinstance(t.get("run_s"), (int, float)) else []),
+                "ncells": t.get("ncells") if _integer(t.get("ncells")) else None,
+                "connected": t.get("connected") if isinstance(t.get("connected"), bool) else None,
+                "run_s": run_s,
+                "us_per_step": t.get("us_per_step") if _number(t.get("us_per_step")) else None,
+                "samples": samples or ([float(run_s)] if run_s is not None else []),
             }
         )
     return rows

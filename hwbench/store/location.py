@@ -15,6 +15,10 @@ ENV_VAR = "HWBENCH_STORE"
 NO_STORE = "none"
 """``HWBENCH_STORE=none`` (or ``--no-store``) turns recording off."""
 
+MAX_LIMIT = 1_000_000_000
+"""The largest ``--limit`` of a listing (0 lists all): past it the number is a typo, and past 2^63
+it would not reach the database (kept here, free of SQLAlchemy, for the CLI's option types)."""
+
 _SCHEMES = ("sqlite", "postgresql")
 
 
@@ -64,7 +68,9 @@ def resolve_location(option: str | None = None, *, disabled: bool = False) -> St
     """The store to use, or None when recording is off (``--no-store`` or ``HWBENCH_STORE=none``)."""
     if disabled:
         return None
-    if option:
+    if option is not None:
+        if not option.strip():
+            raise UsageError("--store must not be empty: give a store URL, a file path, or 'none' (record nothing)")
         return None if option.strip().lower() == NO_STORE else StoreLocation(normalise(option), explicit=True)
     env = os.environ.get(ENV_VAR, "")
     if env.strip().lower() in (NO_STORE, "off", "0"):

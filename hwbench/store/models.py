@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
+from hwbench.core.errors import UsageError
 from hwbench.store.environment import Environment
 
 
@@ -40,10 +41,28 @@ class StoredResult(BaseModel):
         return cls(**data)
 
 
+EXPORT_SCHEMA: Final = "hwbench.store-export/1"
+
+
+def check_export_schema(schema: str, origin: str) -> None:
+    """Refuse an export format other than the one this hwbench writes, a newer one as the store
+    refuses a newer schema (an older hwbench would misread what it does not know)."""
+    if schema == EXPORT_SCHEMA:
+        return
+    version = schema.rpartition("/")[2]
+    current = int(EXPORT_SCHEMA.rpartition("/")[2])
+    if version.isascii() and version.isdigit() and int(version) > current:
+        raise UsageError(
+            f"{origin}: export format {schema} is newer than this hwbench understands ({EXPORT_SCHEMA}): "
+            "upgrade hwbench, or export with this version"
+        )
+    raise UsageError(f"{origin}: unknown export format {schema!r}; this hwbench reads {EXPORT_SCHEMA}")
+
+
 class StoreExport(BaseModel):
     """``hwbench results export``'s file; ``results import`` reads it back (uids keep it idempotent)."""
 
-    schema_: Literal["hwbench.store-export/1"] = Field("hwbench.store-export/1", alias="schema")
+    schema_: Literal["hwbench.store-export/1"] = Field(EXPORT_SCHEMA, alias="schema")
     records: list[StoredResult]
 
     model_config = {"populate_by_name": True}

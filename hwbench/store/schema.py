@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Integer, MetaData, String, Table, Text
 
+from hwbench.store.tags import MAX_TAG
+
 SCHEMA_VERSION = 3
 
 metadata = MetaData()
@@ -46,7 +48,7 @@ result_tags = Table(
     "result_tags",
     metadata,
     Column("result_id", Integer, ForeignKey("results.id", ondelete="CASCADE"), primary_key=True),
-    Column("tag", String(128), primary_key=True, index=True),
+    Column("tag", String(MAX_TAG), primary_key=True, index=True),
 )
 
 timings = Table(

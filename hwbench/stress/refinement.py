@@ -8,9 +8,18 @@ are judged like the candidate; their verdicts carry the factor in the mode (``de
 from __future__ import annotations
 
 from hwbench.accuracy.stepped import Job
+from hwbench.core.engines._loop import SPIKE_DTYPE
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel
 from hwbench.core.scenario import Scenario
+
+
+def max_factor(kernel: Kernel) -> int:
+    """The largest dt divisor ``k`` the engines can run: a sample of ``sample_every x k`` steps must
+    number its spike offsets in their 16-bit spike arrays (``core.engines._loop``)."""
+    import numpy as np
+
+    return int(np.iinfo(SPIKE_DTYPE).max) // kernel.info.sample_every
 
 
 def refined(job: Job, kernel: Kernel, k: int) -> Job:

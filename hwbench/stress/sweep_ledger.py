@@ -53,7 +53,7 @@ class JsonlLedger:
             try:
                 entry = json.loads(line)
                 out[str(entry["key"])] = entry["report"]
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
                 continue
         return out
 

@@ -14,24 +14,21 @@ spec or shorthand is a one-line :class:`~hwbench.core.errors.UsageError`.
 from __future__ import annotations
 
 import itertools
-import json
-import sys
+import math
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hwbench.accuracy.numerics.formats import RoundingMode
-from hwbench.core.bench import STUDY_SEED
+from hwbench.core.audit_protocol import MAX_SEED, STUDY_SEED
 from hwbench.core.errors import UsageError
 from hwbench.core.ops import OpClass
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from hwbench.core.user_data import parse_json, parse_toml
 
 Scalar = bool | int | float | str
 MAX_CELLS = 100_000  # a typo such as 1..100000 should be refused, not scheduled
+MAX_WIDTH = 23  # mantissa widths of --grid formats: fp32's explicit fraction bits (the carrier)
 
 
 class OpGrid(BaseModel):
@@ -50,9 +47,9 @@ class OpGrid(BaseModel):
     @field_validator("bits")
     @classmethod
     def _widths(cls, v: list[int]) -> list[int]:
-        bad = [b for b in v if not 1 <= b <= 23]
+        bad = [b for b in v if not 1 <= b <= MAX_WIDTH]
         if bad:
-            raise ValueError(f"mantissa widths must be 1..23 (fp32 carrier), got {bad[0]}")
+            raise ValueError(f"mantissa widths must be 1..{MAX_WIDTH} (fp32 carrier), got {bad[0]}")
         return sorted(set(v))
 
     def groups(self) -> list[tuple[OpClass, ...]]:
@@ -70,7 +67,7 @@ class Cell(BaseModel):
     ops: tuple[OpClass, ...] = ()
     bits: int | None = None
     rounding: RoundingMode = RoundingMode.NEAREST_EVEN
-    seed: int = STUDY_SEED
+    seed: int = Field(STUDY_SEED, ge=0, le=MAX_SEED)
     dt: int = Field(1, ge=1, description="dt divisor: the candidate is judged at dt/k (1: the kernel's dt)")
 
     @model_validator(mode="after")
@@ -110,7 +107,7 @@ class SweepSpec(BaseModel):
     sets: dict[str, list[Scalar]] = Field(default_factory=dict, description="--set key -> values to try")
     grid: list[OpGrid] = Field(default_factory=list)
     rounding: list[RoundingMode] = Field(default_factory=lambda: [RoundingMode.NEAREST_EVEN], min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [STUDY_SEED], min_length=1)
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] = Field(default_factory=lambda: [STUDY_SEED], min_length=1)
     dt: list[int] = Field(default_factory=lambda: [1], min_length=1)
     cells: list[Cell] | None = None
 
@@ -129,8 +126,21 @@ class SweepSpec(BaseModel):
             raise ValueError(f"sets.{empty[0]} has no values")
         return v
 
+    def count(self) -> int:
+        """How many cells :meth:`expand` builds (duplicates included), computed without building them."""
+        if self.cells is not None:
+            return len(self.cells)
+        combos = math.prod(len(v) for v in self.sets.values())
+        ops = sum(len(g.groups()) * len(g.bits) for g in self.grid) * len(self.rounding) if self.grid else 1
+        return len(self.devices) * len(self.seeds) * combos * ops * len(self.dt)
+
     def expand(self) -> list[Cell]:
-        """Every cell, in a deterministic order; duplicates removed."""
+        """Every cell, in a deterministic order; duplicates removed (a typo's millions refused unbuilt)."""
+        if self.count() > MAX_CELLS:
+            raise UsageError(
+                f"the sweep would have {self.count():,} cells (devices x seeds x set values x grid widths x "
+                f"roundings x dt divisors); at most {MAX_CELLS:,} are allowed"
+            )
         if self.cells is not None:
             cells = list(self.cells)
         else:
@@ -174,11 +184,9 @@ class SweepSpec(BaseModel):
             raise UsageError(f"{path}: unsupported sweep spec type '{suffix or '(none)'}'; use .toml or .json")
         try:
             text = path.read_text(encoding="utf-8")
-            data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: cannot read sweep spec ({exc})") from None
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-            raise UsageError(f"{path}: not valid {suffix[1:].upper()}: {' '.join(str(exc).split())}") from None
+        data = parse_toml(text, str(path)) if suffix == ".toml" else parse_json(text, str(path))
         return cls.parse(data, origin=str(path))
 
     @classmethod
@@ -193,23 +201,41 @@ class SweepSpec(BaseModel):
 
 
 # --- CLI shorthands --------------------------------------------------------------------------------
-def parse_ints(text: str, *, what: str) -> list[int]:
-    """``42,1,2`` or ``7..23`` or ``7..23/2`` (step) or a mix: ``8,10..12``."""
-    out: list[int] = []
-    for part in (p.strip() for p in text.split(",")):
-        try:
-            if ".." in part:
-                lo, _, rest = part.partition("..")
-                hi, _, step = rest.partition("/")
-                a, b, s = int(lo), int(hi), int(step or 1)
-                if s < 1 or b < a:
-                    raise ValueError
-                out += list(range(a, b + 1, s))
-            else:
-                out.append(int(part))
-        except ValueError:
-            raise UsageError(f"{what}: '{part}' is not an integer, A..B or A..B/STEP (in '{text}')") from None
-    return out
+def parse_ints(text: str, *, what: str, low: int | None = None, high: int | None = None) -> list[int]:
+    """``42,1,2`` or ``7..23`` or ``7..23/2`` (step) or a mix: ``8,10..12``; every value in
+    ``low..high`` and at most :data:`MAX_CELLS` of them (counted before any list is built)."""
+    parts = [_int_range(p.strip(), text, what) for p in text.split(",")]
+    count = sum((r.stop - 1 - r.start) // r.step + 1 for r in parts)  # len() overflows past 2^63
+    if count > MAX_CELLS:
+        raise UsageError(f"{what}: '{text}' is {count:,} values; a sweep has at most {MAX_CELLS:,} cells")
+    for r in parts:
+        below, above = low is not None and r[0] < low, high is not None and r[-1] > high
+        if below or above:
+            raise UsageError(
+                f"{what}: values must be integers {_allowed(low, high)}, got {r[0] if below else r[-1]} (in '{text}')"
+            )
+    return [v for r in parts for v in r]
+
+
+def _allowed(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"from {low} to {high}"
+    return f">= {low}" if low is not None else f"<= {high}"
+
+
+def _int_range(part: str, text: str, what: str) -> range:
+    """One item of :func:`parse_ints`: ``N``, ``A..B`` or ``A..B/STEP`` as a (non-empty) range."""
+    try:
+        if ".." not in part:
+            return range(int(part), int(part) + 1)
+        lo, _, rest = part.partition("..")
+        hi, _, step = rest.partition("/")
+        a, b, s = int(lo), int(hi), int(step or 1)
+        if s < 1 or b < a:
+            raise ValueError
+        return range(a, b + 1, s)
+    except ValueError:
+        raise UsageError(f"{what}: '{part}' is not an integer, A..B or A..B/STEP (in '{text}')") from None
 
 
 def parse_grid(text: str) -> OpGrid:
@@ -225,7 +251,7 @@ def parse_grid(text: str) -> OpGrid:
     for name in names:
         if name not in allowed:
             raise UsageError(f"--grid: unknown op class '{name}'; choose from: {', '.join(allowed)}")
-    bits = parse_ints(bits_text, what="--grid widths")
+    bits = parse_ints(bits_text, what="--grid widths", low=1, high=MAX_WIDTH)
     try:
         return OpGrid(ops=[OpClass(n) for n in names], bits=bits, together=together)
     except ValidationError as exc:

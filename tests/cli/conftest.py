@@ -86,6 +86,15 @@ def _stores(folder: Path) -> None:
     (folder / "export-foreign.json").write_text(json.dumps(foreign))
     no_doc = {"schema": "hwbench.store-export/1", "records": [record]}
     (folder / "export-no-doc.json").write_text(json.dumps(no_doc))
+    run = {**record, "document": {"schema": "hwbench.run/1", "timing": {"run_s": int("9" * 400)}}}  # issue 43's cases
+    (folder / "export-400-digits.json").write_text(json.dumps({**no_doc, "records": [run]}))
+    twice = {**record, "uid": "d" * 32, "document": {"schema": "hwbench.run/1"}}
+    (folder / "export-duplicate.json").write_text(json.dumps({**no_doc, "records": [twice, twice]}))
+    (folder / "export-future.json").write_text(json.dumps({**no_doc, "schema": "hwbench.store-export/2"}))
+    (folder / "result-400-digits.json").write_text(json.dumps(run["document"]))
+    (folder / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (folder / "deep.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000)
+    (folder / "spec-seed-neg.toml").write_text("seeds = [-1]\n")
 
 
 def _make_stores(stores: Path) -> None:

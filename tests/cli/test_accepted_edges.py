@@ -53,3 +53,13 @@ def test_a_symlinked_output_is_written_through_the_link(here: Path) -> None:
     assert run_cli([*RUN, "--out", "latest.json"]).code == 0
     assert (here / "latest.json").is_symlink()
     RunResult.model_validate_json((here / "results" / "run.json").read_text())
+
+
+def test_store_none_records_nothing(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--store none`` turns recording off, whatever HWBENCH_STORE says (``--store ''`` is refused)."""
+    monkeypatch.setenv("HWBENCH_STORE", str(here / "store.sqlite"))
+    for store in ("none", "NONE"):
+        outcome = run_cli([*RUN, "--store", store])
+        assert outcome.code == 0 and "recorded as result" not in outcome.stderr, outcome.stderr
+    assert not (here / "store.sqlite").exists()
+    assert run_cli([*RUN]).code == 0 and (here / "store.sqlite").exists()  # the same run records without it

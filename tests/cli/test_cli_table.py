@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from hwbench.cli.main import cli
+from hwbench.core.kernel import describe_choices
 from hwbench.testing.badinput import run_cli
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
@@ -128,12 +129,15 @@ class RangeCase:
 
 
 def range_cases() -> list[pytest.param]:
+    """Every command's numeric options (a range is checked while parsing, so the command's own words
+    are enough to reach it; ``report`` needs its TARGET)."""
     cases = []
     for r in option_rows():
-        if r.command not in BASE_ARGV or not r.text.startswith(("an integer", "a finite number")):
+        if r.command == "(all)" or not r.text.startswith(("an integer", "a finite number")):
             continue
+        base = BASE_ARGV.get(r.command) or (["report", "history"] if r.command == "report" else r.command.split())
         for value in just_outside(r.text):
-            case = RangeCase([*BASE_ARGV[r.command], r.option, value], r.option)
+            case = RangeCase([*base, r.option, value], r.option)
             cases.append(pytest.param(case, id=f"{r.command}{r.option}={value}"))
     return cases
 
@@ -153,9 +157,53 @@ def test_kernel_parameter_table_is_the_declared_ranges(registry) -> None:
     rows = kernel_rows()
     for name, kernel in registry.kernels.items():
         mine = {r.option: r.text for r in rows if r.command == name}
-        assert set(mine) == set(kernel.parameter_ranges), name
+        assert set(mine) == set(kernel.parameter_ranges) | set(kernel.parameter_choices), name
         for key, spec in kernel.parameter_ranges.items():
             assert mine[key] == spec.describe() + (" or one per cell" if spec.per_cell else ""), (name, key)
+        for key, choices in kernel.parameter_choices.items():
+            assert mine[key] == describe_choices(choices), (name, key)
+
+
+def settable(argv: list[str]) -> set[str]:
+    """The parameters a kernel names when ``--set`` gives it one it does not have."""
+    line = run_cli([*argv, "--set", "no_such_parameter=1"]).error_lines[0]
+    names = re.search(r"(?:choose from|settable): (.*)$", line)
+    assert names is not None, line
+    return {n.strip() for n in names.group(1).split(",")}
+
+
+def test_every_kernel_parameter_is_in_the_table(registry, in_arena: Path) -> None:
+    """What each kernel accepts (it lists them when given an unknown one) is what the table lists;
+    the DL primitives, whose parameters are a configuration and a shape, are described under it."""
+    rows = kernel_rows()
+    for name, kernel in registry.kernels.items():
+        if kernel.info.family == "dl":
+            assert "`config=NAME`" in DOC.read_text()
+            continue
+        documented = {r.option for r in rows if r.command == name}
+        assert settable(["run", "-k", name, *KERNEL_ARGV.get(name, ["--cells", "10"])]) == documented, name
+
+
+def test_a_word_parameter_outside_its_choices_is_refused(registry, in_arena: Path) -> None:
+    for name, kernel in registry.kernels.items():
+        for key, choices in kernel.parameter_choices.items():
+            outcome = run_cli(["run", "-k", name, "--cells", "10", "--set", f"{key}=none-of-these"])
+            assert outcome.code == 2 and describe_choices(choices) in outcome.error_lines[0], outcome.stderr
+
+
+def commands_table() -> set[str]:
+    """The commands the table of '## Commands' names (``hwbench results list|show`` -> ``results``)."""
+    return {re.match(r"`hwbench ([\w-]+)", row[0]).group(1) for row in table("## Commands")}
+
+
+def test_the_commands_table_lists_every_command() -> None:
+    assert commands_table() == set(cli.list_commands(click.Context(cli)))
+
+
+def test_the_unknown_command_example_is_what_hwbench_prints(in_arena: Path) -> None:
+    text = DOC.read_text()
+    shown = text[text.index("$ hwbench devics\n") :].splitlines()[1]
+    assert run_cli(["devics"]).stderr.strip() == shown
 
 
 def kernel_cases() -> list[pytest.param]:

@@ -6,6 +6,7 @@ start fails). initdb refuses to run as root, so as root the server runs as the `
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -19,6 +20,7 @@ import pytest
 from hwbench.cli.main import main
 from hwbench.store.db import Filters, Store
 from hwbench.store.location import resolve_location
+from hwbench.testing.badinput import run_cli
 from tests.store.conftest import bench_doc, write_concurrently
 
 
@@ -88,3 +90,36 @@ def test_postgres_concurrent_writers(postgres_url) -> None:
     store = Store(resolve_location(postgres_url))
     for w in range(4):
         assert len(store.list(Filters(tag=f"w{10 + w}", limit=None))) == 10
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (lambda r: r.update(uid="u" * 40), "results.uid is 40 characters long; a PostgreSQL store keeps at most 32"),
+        (lambda r: r["document"]["timings"][0].update(kernel="k" * 300), "results.kernel is 307 characters long"),
+        (lambda r: r["document"]["timings"][0].update(ncells=2**40), "results.size is 1099511627776, outside"),
+        (lambda r: r["document"]["timings"][0].update(dtype="f\u0000"), "holds a NUL character"),
+    ],
+    ids=["uid", "kernel", "size", "nul"],
+)
+def test_postgres_import_refuses_what_its_columns_cannot_hold(postgres_url, environment, tmp_path, change, fragment):
+    """What PostgreSQL itself would refuse halfway (a DataError) is refused first, naming the record;
+    the import is one transaction, so the good record before it is not stored either."""
+    store = Store(resolve_location(postgres_url))
+    good, bad = ({**record, "uid": uid} for record, uid in zip(_exported(store, environment), ("g" * 32, "b" * 32)))
+    change(bad)
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"schema": "hwbench.store-export/1", "records": [good, bad]}))
+    before = store.count()
+    outcome = run_cli(["results", "--store", postgres_url, "import", str(path)])
+    assert outcome.code == 2 and f"records[1] (uid {bad['uid']}): " in outcome.stderr, outcome.stderr
+    assert fragment in outcome.stderr and store.count() == before
+    missing = run_cli(["results", "--store", postgres_url, "show", str(2**31)])  # past the INTEGER id: no such id
+    assert missing.code == 2 and f"no result '{2**31}'" in missing.stderr
+
+
+def _exported(store: Store, environment) -> list[dict]:
+    rid = store.record(bench_doc([1.0, 1.1]), environment)
+    record = json.loads(store.get(rid).model_dump_json())
+    store.delete([rid])
+    return [json.loads(json.dumps(record)), json.loads(json.dumps(record))]

@@ -35,8 +35,8 @@ def test_grid_shorthand_each_alone_or_together():
     "text, message",
     [
         ("exp", "OPS:WIDTHS"),
-        ("exp:0", "1..23"),
-        ("exp:24", "1..23"),
+        ("exp:0", "values must be integers from 1 to 23, got 0"),
+        ("exp:24", "values must be integers from 1 to 23, got 24"),
         ("exp,div+add:8", "not both"),
         ("sin:8", "unknown op class 'sin'"),
         ("exp:9..7", "A..B"),
@@ -145,7 +145,7 @@ def test_ledger_skips_a_torn_last_line(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--grid", "exp:30"], "mantissa widths must be 1..23"),
+        (["--grid", "exp:30"], "--grid widths: values must be integers from 1 to 23, got 30"),
         (["--device", "nope", "--grid", "exp:8"], "unknown device 'nope'"),
         (["--device", "groq", "--set", "bogus=1"], "settable: reduced_compare"),
         (["--seeds", "1,x"], "--seeds: 'x' is not an integer"),

@@ -17,7 +17,6 @@ one-line :class:`~hwbench.core.errors.UsageError`, never a traceback.
 from __future__ import annotations
 
 import math
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -28,11 +27,7 @@ from hwbench.accuracy.numerics.formats import FixedFormat, FloatFormat, Format, 
 from hwbench.core.errors import HwbenchError, UsageError
 from hwbench.core.ops import OpClass
 from hwbench.core.strict_json import NONFINITE
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from hwbench.core.user_data import parse_toml
 
 __all__ = [
     "CARRIER_FORMATS",
@@ -342,10 +337,7 @@ class NumericsProfile(BaseModel):
 
     @classmethod
     def from_toml(cls, text: str, *, origin: str = "profile") -> NumericsProfile:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise UsageError(f"{origin}: not valid TOML: {_one_line(str(exc))}") from None
+        data = parse_toml(text, origin)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -120,6 +120,7 @@ class _LifBase(Kernel):
         "n_out": ParamRange(1.0, 1e6, per_cell=False),
         "n_steps": ParamRange(1.0, 1e6, per_cell=False),
     }
+    parameter_choices: ClassVar[dict[str, tuple[str, ...]]] = {"reset": ("subtract", "zero")}
 
     # overridable workload parameters and their defaults (alpha / recurrent_gain where they apply)
     def _defaults(self) -> dict[str, Any]:

@@ -70,6 +70,9 @@ class DLProtocol(AuditProtocol):
     def refusal(self, kernel: Kernel) -> str | None:
         return dl_protocol_refusal(kernel)
 
+    def takes(self) -> frozenset[str]:
+        return frozenset({"config", "dists"})
+
     def dists(self, ctx: AuditContext) -> tuple[str, ...]:
         dists = tuple(ctx.settings.options.get("dists") or DISTRIBUTIONS)
         for d in dists:

@@ -98,7 +98,11 @@ def fit(shape: Shape, itemsize: int, patches: bool, plan: DLBenchPlan) -> Shape:
     while too_big(scaled) and scaled.batch > 1:
         scaled = scaled.with_batch(scaled.batch // 2)
     if too_big(scaled):
-        raise UnavailableError(f"{shape.describe()} does not fit even at batch 1 ({need(scaled) / GIB:.1f} GiB)")
+        raise UnavailableError(
+            f"{shape.describe()} does not fit even at batch 1 ({need(scaled) / GIB:.2g} GiB, "
+            f"{scaled.flops().real / 1e9:.3g} GFLOP; limit {budget / GIB:.1f} GiB"
+            f"{'' if cap is None else f', {plan.max_gflop:g} GFLOP'})"
+        )
     return scaled
 
 

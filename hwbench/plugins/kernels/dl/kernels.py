@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from hwbench.core.errors import UsageError, unknown_name
+from hwbench.core.errors import UnavailableError, UsageError, unknown_name
 from hwbench.core.kernel import Kernel, KernelInfo, Workload
 from hwbench.core.ops import OpClass, Ops
 from hwbench.plugins.kernels.dl.inputs import check_distribution, draw
@@ -51,7 +51,17 @@ class DLKernel(Kernel):
     shape_type: type[Shape]
 
     def shape(self, config: str | None = None, batch: int | None = None, **dims: int) -> Shape:
-        """The shape of a named configuration (or of free ``dims``), batch optionally replaced."""
+        """The shape of a named configuration (or of free ``dims``), batch optionally replaced.
+
+        ``dims`` (``run --set m=64``) must be the shape's own fields, each an integer >= 0 (paddings may be 0).
+        """
+        fields = list(_fields(next(iter(self.configs.values()))))
+        for key, value in dims.items():
+            if key not in fields:
+                settable = ", ".join(["config", "dist", *fields])
+                raise UsageError(f"kernel '{self.name}' has no parameter {key}; settable: {settable}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"{self.name} dimension '{key}' must be an integer >= 0, got {str(value)[:40]!r}")
         if config is not None:
             if config not in self.configs:
                 raise unknown_name(f"configuration of kernel '{self.name}'", config, list(self.configs))
@@ -103,6 +113,7 @@ class DLKernel(Kernel):
         scaled_from = overrides.pop("scaled_from", None)
         batch = size if size and size > 0 else None
         shape = self.shape(config, batch, **overrides)
+        _check_memory(shape)
         rng = np.random.default_rng(seed)
         inputs = self.build_inputs(shape, rng, dist)
         meta = {
@@ -122,6 +133,17 @@ class DLKernel(Kernel):
 
     def build_inputs(self, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
         raise NotImplementedError
+
+
+def _check_memory(shape: Shape) -> None:
+    """Free dimensions (``run --set m=99999999999``) are refused before their arrays are drawn."""
+    from hwbench.core.host import GIB, available_memory_bytes
+
+    need, have = shape_bytes(shape, 8), available_memory_bytes()
+    if need > have // 2:
+        raise UnavailableError(
+            f"{shape.describe()} needs about {need / GIB:,.1f} GiB for its operands; {have / GIB:.1f} GiB is available"
+        )
 
 
 def _fields(shape: Shape) -> dict[str, int]:

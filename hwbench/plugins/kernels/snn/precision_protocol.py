@@ -49,6 +49,9 @@ class TrainingPrecisionProtocol(AuditProtocol):
     def refusal(self, kernel: Kernel) -> str | None:
         return None if kernel.info.family == "lif" else "it audits the training of LIF networks"
 
+    def takes(self) -> frozenset[str]:
+        return frozenset({"training"})
+
     def preflight(self, ctx: AuditContext) -> None:
         if "training" not in ctx.settings.options:
             raise UsageError(f"the {NAME} protocol audits a training session: run `hwbench train --audit`")
