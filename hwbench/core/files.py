@@ -329,9 +329,12 @@ class OutputDir:
                 self._remove_stale(self.files.commit())
                 self._created = []
         finally:
-            self.files.abort()
-            if self._lock_fd is not None:
-                _unlink(self.path / LOCK_NAME)  # unlinked while held: see _lock for the race
-                os.close(self._lock_fd)
-                self._lock_fd = None
-            self._remove_created()
+            # A second Ctrl-C (or one re-sent after landing in an import: core/interrupts.py) must
+            # not stop the clean-up half-way, leaving the lock or a folder this command created.
+            with interrupts.deferred_interrupt():
+                self.files.abort()
+                if self._lock_fd is not None:
+                    _unlink(self.path / LOCK_NAME)  # unlinked while held: see _lock for the race
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
+                self._remove_created()
