@@ -1,6 +1,6 @@
 """A sweep's cells in the results store: each finished cell one stored audit, tagged ``sweep:<id>``
-with uid ``<id>:<cell key>``, so ``hwbench results list --tag sweep:<id>`` shows a sweep and
-``hwbench sweep --resume <id>`` skips the cells the store already holds.
+with a uid derived from ``<id>:<cell key>`` (:func:`cell_uid`), so ``hwbench results list --tag
+sweep:<id>`` shows a sweep and ``hwbench sweep --resume <id>`` skips the cells the store already holds.
 
 The sweep also keeps its JSON-lines ledger in its folder (:class:`BothLedgers`): the store is
 the shared, queryable record; the file lets a sweep resume even where the store is off or
@@ -10,12 +10,19 @@ is kept in the file and one warning line is printed.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from hwbench.cli.output import warn
 from hwbench.stress.sweep_cell import cell_profile
 from hwbench.stress.sweep_ledger import JsonlLedger
 from hwbench.stress.sweep_spec import Cell
+
+
+def cell_uid(sweep_id: str, key: str) -> str:
+    """A cell's store uid: 32 hex digits of SHA-256 over ``<id>:<cell key>`` (the uid column holds 32
+    characters, which PostgreSQL enforces; a cell key alone can be longer)."""
+    return hashlib.sha256(f"{sweep_id}:{key}".encode()).hexdigest()[:32]
 
 
 class StoreLedger:
@@ -35,15 +42,21 @@ class StoreLedger:
     def recorded(self) -> dict[str, dict[str, Any]]:
         from hwbench.store.db import Filters
 
-        prefix = f"{self.sweep_id}:"
+        prefix = f"{self.sweep_id}:"  # the uids of stores written before cell_uid (SQLite kept them whole)
+        keys = {cell_uid(self.sweep_id, key): key for key in self.cells}
         rows = self.store.list(Filters(tag=f"sweep:{self.sweep_id}", limit=None))
-        return {r.uid[len(prefix) :]: self.store.get(r.id).document for r in rows if r.uid.startswith(prefix)}
+        found = {}
+        for r in rows:
+            key = keys.get(r.uid) or (r.uid[len(prefix) :] if r.uid.startswith(prefix) else None)
+            if key is not None:
+                found[key] = self.store.get(r.id).document
+        return found
 
     def record(self, key: str, document: dict[str, Any]) -> None:
         from hwbench.cli.record import environment_of
 
         environment = environment_of(self.pending, document, self._profile(key))
-        self.store.record(document, environment, self.tags, uid=f"{self.sweep_id}:{key}")
+        self.store.record(document, environment, self.tags, uid=cell_uid(self.sweep_id, key))
 
     def _profile(self, key: str) -> Any:
         cell = self.cells.get(key)

@@ -123,3 +123,18 @@ def _exported(store: Store, environment) -> list[dict]:
     record = json.loads(store.get(rid).model_dump_json())
     store.delete([rid])
     return [json.loads(json.dumps(record)), json.loads(json.dumps(record))]
+
+
+def test_postgres_keeps_sweep_cells_whose_keys_are_longer_than_a_uid(postgres_url, environment) -> None:
+    """A sweep cell's key (device, overrides, op group, seed, dt) is longer than the 32-character uid
+    column, which PostgreSQL enforces: each cell is stored under a hashed uid and found again on resume."""
+    from types import SimpleNamespace
+
+    from hwbench.cli.sweep_store import StoreLedger, cell_uid
+
+    key = "groq:default|reduced_mantissa_bits=13|exp+div@m10/nearest_even|seed=42|dt/1"
+    assert len(f"s1:{key}") > 32 and len(cell_uid("s1", key)) == 32
+    pending = SimpleNamespace(store=Store(resolve_location(postgres_url)), tags=(), environment=environment)
+    ledger = StoreLedger(pending, "s1", {key: SimpleNamespace(ops=())})
+    ledger.record(key, bench_doc([1.0, 1.1]))
+    assert list(ledger.recorded()) == [key]
