@@ -53,11 +53,13 @@ def test_local_cluster_two_workers_store_and_resume(tmp_path: Path):
     lines = ledger.read_text().splitlines()
     assert len(lines) == 2
 
-    # every cell is an audit in the results store, tagged with the sweep, uid <sweep>:<cell key>
+    # every cell is an audit in the results store, tagged with the sweep, its uid hashed from <sweep>:<cell key>
+    from hwbench.cli.sweep_store import cell_uid
+
     listed = hwbench("results", "--store", store, "list", "--tag", "sweep:s1", "--json")
     assert listed.returncode == 0, listed.stderr
     stored = json.loads(listed.stdout)
-    assert sorted(r["uid"] for r in stored) == sorted(f"s1:{c.key}" for c in result.cells)
+    assert sorted(r["uid"] for r in stored) == sorted(cell_uid("s1", c.key) for c in result.cells)
     assert {r["kind"] for r in stored} == {"audit"}
 
     # resume from the store alone: the sweep's own file is gone, nothing runs again
