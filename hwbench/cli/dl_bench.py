@@ -5,14 +5,18 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result
+from hwbench.core import interrupts
 from hwbench.core.errors import UnavailableError, UsageError
+from hwbench.core.files import OutputDir
 from hwbench.core.plugins import Registry
 from hwbench.core.results import BenchResult, Timing, write_json
+from hwbench.library.bench import BENCH_OUTPUTS
 
 
 @dataclass
@@ -32,7 +36,7 @@ class DLBenchOptions:
 
 
 def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
-    from hwbench.plugins.kernels.dl.bench import DLBenchPlan, resolve_configs, resolve_precisions, run_dl_bench
+    from hwbench.plugins.kernels.dl.bench import DLBenchPlan, resolve_configs, resolve_precisions
     from hwbench.plugins.kernels.dl.execute import ENGINES
 
     kernel = registry.kernel(opts.kernel)
@@ -55,6 +59,18 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
     )
     if opts.seed is not None:
         plan.seed = opts.seed
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = Path(opts.out or f"results/bench-{opts.device}-{opts.kernel}-{stamp}")
+    with OutputDir(out_dir, BENCH_OUTPUTS, "bench") as folder:  # locked and checked before any run
+        result = _measure(registry, plan)
+        _write(result, folder)
+    _report(result, opts, out_dir)
+
+
+def _measure(registry: Registry, plan: Any) -> BenchResult:
+    """Every case timed, with a progress bar; refused (exit 4, with the reasons) when none was measured."""
+    from hwbench.plugins.kernels.dl.bench import run_dl_bench
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -66,6 +82,7 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
         task = progress.add_task("bench", total=len(plan.cases()))
 
         def tick(label: str, timing: Timing | None) -> None:
+            interrupts.check()
             status = "skipped" if timing is None or timing.dl is None else f"{timing.dl.tflops * 1e3:.1f} GFLOPS"
             progress.update(task, advance=1, description=f"{label}: {status}")
 
@@ -76,7 +93,7 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
             cases.setdefault(skip["reason"], []).append(f"{skip['config']} {skip['precision']}")
         reasons = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in cases.items())
         raise UnavailableError(f"every configuration was skipped, nothing measured ({reasons})")
-    _write(result, opts)
+    return result
 
 
 def emulated(t: Timing) -> bool:
@@ -104,16 +121,17 @@ def _row(t: Timing) -> tuple[str, ...]:
     )
 
 
-def _write(result: BenchResult, opts: DLBenchOptions) -> None:
+def _write(result: BenchResult, folder: OutputDir) -> None:
+    """bench.json and bench.png, staged: they appear together when the folder is committed."""
     from hwbench.cli.dl_plots import dl_bench_plot
 
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = Path(opts.out or f"results/bench-{opts.device}-{opts.kernel}-{stamp}")
-    write_json(result, out_dir / "bench.json")
+    write_json(result, folder.path / "bench.json", folder.files)
+    dl_bench_plot(result, folder.path / "bench.png", folder.files)
+
+
+def _report(result: BenchResult, opts: DLBenchOptions, out_dir: Path) -> None:
+    stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
     record_result(result)
-    if result.timings:
-        dl_bench_plot(result, out_dir / "bench.png")
-    stderr.print(f"wrote {out_dir}/bench.json" + (" and bench.png" if result.timings else ""), highlight=False)
     for skip in result.skipped:
         stderr.print(
             f"[yellow]skipped[/yellow] {skip['engine']} {skip['config']} {skip['precision']}: {skip['reason']}",

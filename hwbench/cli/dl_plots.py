@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hwbench.core.files import OutputFiles
 from hwbench.core.results import BenchResult
 from hwbench.library.plots import _pyplot, save_atomic
 
 
-def dl_bench_plot(result: BenchResult, path: str | Path) -> Path:
+def dl_bench_plot(result: BenchResult, path: str | Path, files: OutputFiles | None = None) -> Path:
     plt = _pyplot()
     engines = sorted({t.engine for t in result.timings})
     fig, axes = plt.subplots(1, len(engines), figsize=(4.5 * len(engines) + 1, 4.2), squeeze=False)
@@ -43,4 +44,4 @@ def dl_bench_plot(result: BenchResult, path: str | Path) -> Path:
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
     fig.text(0.01, -0.04, "* batch scaled down (memory or --max-gflop; see bench.json)", fontsize=7)
-    return save_atomic(fig, Path(path))
+    return save_atomic(fig, Path(path), files)
