@@ -32,6 +32,33 @@ from hwbench.evaluator.records import Evaluation
 
 STATIC_RESULTS = frozenset({"Shape", "Size"})
 """Ops whose results are compile-time constants even when their inputs are run-time values."""
+SUMMING = frozenset(
+    {
+        "ReduceSum",
+        "ReduceMean",
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceSumSquare",
+        "ReduceProd",
+        "AveragePool",
+        "GlobalAveragePool",
+        "LpPool",
+        "GlobalLpPool",
+        "Softmax",
+        "LogSoftmax",
+        "LayerNormalization",
+        "InstanceNormalization",
+        "GroupNormalization",
+        "MeanVarianceNormalization",
+        "LRN",
+        "CumSum",
+        "Einsum",
+    }
+)
+"""Ops whose outputs are sums in an order the engine picks: computed once (:meth:`Arith.once`), so
+that XLA cannot copy one into several readers, each summing in its own order."""
 ARG_CONSTANT_ELEMENTS = 4096
 """Constants larger than this are passed to the compiled program as arguments, not embedded."""
 
@@ -105,6 +132,8 @@ def evaluate(
             if node.op_type in STATIC_RESULTS:
                 env[out_name] = value
                 continue
+            if node.op_type in SUMMING:
+                value = chip.once(value)
             if store_every_node:
                 value = chip.store(value)  # a tensor in the device's memory
             env[out_name] = value

@@ -44,9 +44,7 @@ def gemm(c: Call) -> list[Any]:
     a, b = c.arg(0), c.arg(1)
     if c.attrs.get("transA", 0):
         a = ar.move(lambda v: xp.swapaxes(v, -1, -2), a)
-    if c.attrs.get("transB", 0):
-        b = ar.move(lambda v: xp.swapaxes(v, -1, -2), b)
-    out = ar.matmul(a, b)
+    out = ar.matmul(a, b, transpose_b=bool(c.attrs.get("transB", 0)))
     alpha, beta = float(c.attrs.get("alpha", 1.0)), float(c.attrs.get("beta", 1.0))
     if alpha != 1.0:
         out = ar.binary("mul", out, alpha)

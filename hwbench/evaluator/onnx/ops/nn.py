@@ -45,9 +45,9 @@ def _max_indices(c: Call, w: Any, kernel: Any, strides: Any, pads: Any, dilation
     flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
     if c.attrs.get("storage_order", 0):
         flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape[::-1]).T
-    from hwbench.evaluator.arith import _patches
+    from hwbench.evaluator.convolution import patches
 
-    positions = np.asarray(_patches(np, flat, kernel, strides, pads, dilations, fill=-1))  # N, C, K.., O..
+    positions = np.asarray(patches(np, flat, kernel, strides, pads, dilations, fill=-1))  # N, C, K.., O..
     d = len(kernel)
     xp = c.xp
     values = xp.reshape(c.arith.lower(w), (*shape[:2], -1, *positions.shape[2 + d :]))
@@ -64,7 +64,7 @@ def average_pool(c: Call) -> list[Any]:
     kernel, strides, pads, dilations, padded = _geometry(c)
     spatial = c.raw(0).shape[2:]
     axes = list(range(2, 2 + len(kernel)))
-    total = ar.sum(ar.windows(c.arg(0), kernel, strides=strides, pads=padded, dilations=dilations), axes)
+    total = ar.sum(ar.windows(c.arg(0), kernel, strides=strides, pads=padded, dilations=dilations), axes, once=False)
     if padded == [(0, 0)] * len(kernel):
         return [ar.binary("div", total, float(math.prod(kernel)))]
     ones = np.ones((1, 1, *spatial), dtype=c.raw(0).dtype)
@@ -91,16 +91,16 @@ def lp_pool(c: Call) -> list[Any]:
 def _lp(c: Call, x: Any, axes: list[int], p: int, keep: bool) -> Any:
     ar = c.arith
     dtype = c.raw(0).dtype
-    total = ar.sum(ar.power(ar.absolute(x), np.asarray(p, dtype)), axes, keep)
+    total = ar.sum(ar.power(ar.absolute(x), np.asarray(p, dtype)), axes, keep, once=False)
     if p == 2:
         return ar.function("sqrt", total)
     return ar.power(total, np.asarray(1.0 / p, dtype))
 
 
 def _np_windows(x: np.ndarray, kernel: Any, strides: Any, pads: Any, dilations: Any) -> np.ndarray:
-    from hwbench.evaluator.arith import _patches
+    from hwbench.evaluator.convolution import patches
 
-    return np.asarray(_patches(np, x, kernel, strides, pads, dilations))
+    return np.asarray(patches(np, x, kernel, strides, pads, dilations))
 
 
 def _ceil_pads(spatial: Any, kernel: Any, strides: Any, pads: Any, dilations: Any) -> list[tuple[int, int]]:
@@ -125,7 +125,7 @@ def global_pool(c: Call) -> list[Any]:
         return [ar.reduce_max(c.arg(0), axes, True)]
     if c.op == "GlobalLpPool":
         return [_lp(c, c.arg(0), axes, int(c.attrs.get("p", 2)), keep=True)]
-    return [ar.binary("div", ar.sum(c.arg(0), axes, True), float(math.prod(shape[2:])))]
+    return [ar.binary("div", ar.sum(c.arg(0), axes, True, once=False), float(math.prod(shape[2:])))]
 
 
 @op("Sum", "Mean")

@@ -66,7 +66,7 @@ def normalise(ar: Arith, x: Any, axes: list[int], eps: float) -> tuple[Any, Any,
     count = float(math.prod(ar.lower(x).shape[a] for a in axes))
     mean = ar.binary("div", ar.sum(x, axes, True), count)
     centred = ar.binary("sub", x, mean)
-    var = ar.binary("div", ar.sum(ar.binary("mul", centred, centred), axes, True), count)
+    var = ar.binary("div", ar.sum(ar.binary("mul", centred, centred), axes, True, once=False), count)
     inv = ar.function("rsqrt", ar.binary("add", var, _scalar(x, ar, eps)))
     return ar.binary("mul", centred, inv), mean, inv
 
@@ -149,6 +149,6 @@ def lrn(c: Call) -> list[Any]:
         padded = xp.pad(v, pad)
         return xp.stack([padded[:, i : i + channels] for i in range(size)], axis=0)
 
-    total = ar.sum(ar.move(windows, square), [0])
+    total = ar.sum(ar.move(windows, square), [0], once=False)
     scale = ar.binary("add", _scalar(x, ar, bias), ar.binary("mul", _scalar(x, ar, alpha / size), total))
     return [ar.binary("mul", x, ar.power(scale, _scalar(x, ar, -beta)))]

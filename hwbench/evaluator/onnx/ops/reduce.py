@@ -58,7 +58,7 @@ def reduce(c: Call) -> list[Any]:
         x = ar.binary("mul", x, x)
     elif kind == "L1":
         x = ar.absolute(x)
-    total = ar.sum(x, axes, keep)
+    total = ar.sum(x, axes, keep, once=False)
     if kind == "Mean":
         count = math.prod(c.raw(0).shape[a] for a in axes)
         return [ar.binary("div", total, float(count))]
@@ -86,7 +86,7 @@ def _empty_extreme(c: Call, axes: list[int], keep: bool, largest: bool) -> np.nd
 def _log_sum_exp(ar: Arith, x: Any, axes: list[int], keep: bool) -> Any:
     peak = ar.reduce_max(x, axes, True)
     finite = ar.where(ar.xp.isfinite(ar.lower(peak)), peak, np.zeros((), ar.lower(peak).dtype))
-    total = ar.sum(ar.function("exp", ar.binary("sub", x, finite)), axes, True)
+    total = ar.sum(ar.function("exp", ar.binary("sub", x, finite)), axes, True, once=False)
     out = ar.binary("add", finite, ar.function("log", total))
     return out if keep else ar.move(lambda v: ar.xp.squeeze(v, axis=tuple(axes)), out)
 
@@ -129,7 +129,7 @@ def softmax(c: Call) -> list[Any]:
     x, red, restore = _softmax_axis(c)
     shifted = ar.binary("sub", x, ar.reduce_max(x, [red], True))
     e = ar.function("exp", shifted)
-    total = ar.sum(e, [red], True)
+    total = ar.sum(e, [red], True, once=False)
     if c.op == "Softmax":
         out = ar.binary("div", e, total)
     else:
