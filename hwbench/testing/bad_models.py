@@ -64,7 +64,7 @@ def _save(model: Any, path: Path) -> None:
     path.write_bytes(model.SerializeToString())
 
 
-def _structural(folder: Path) -> list[BadModel]:
+def _structural(folder: Path) -> None:
     """Files that are not models, and models whose graph is wrong."""
     from onnx import TensorProto, helper
 
@@ -77,27 +77,15 @@ def _structural(folder: Path) -> list[BadModel]:
     cycle = [helper.make_node("Relu", ["x", "b"], ["a"], name="n1"), helper.make_node("Relu", ["a"], ["b"], name="n2")]
     cycle.append(helper.make_node("Identity", ["b"], ["y"], name="n3"))
     _save(_model(_graph(cycle)), folder / "cycle.onnx")
-    _save(_model(_graph([helper.make_node("Unique", ["x"], ["y"], name="uniq")])), folder / "unsupported_op.onnx")
+    _save(_model(_graph([helper.make_node("Det", ["x"], ["y"], name="det")])), folder / "unsupported_op.onnx")
     custom = helper.make_node("Gelu", ["x"], ["y"], name="custom_gelu", domain="com.example")
     _save(_model(_graph([custom]), domain="com.example"), folder / "custom_domain.onnx")
     strings = _graph([helper.make_node("Identity", ["x"], ["y"], name="id")], elem=TensorProto.STRING)
     _save(_model(strings), folder / "string_input.onnx")
     _save(_model(_graph([helper.make_node("Relu", ["x"], ["y"])]), opset=99), folder / "opset_99.onnx")
-    return [
-        BadModel("missing", "models/missing.onnx", "no such ONNX file"),
-        BadModel("folder", "models/a_folder.onnx", "not a file"),
-        BadModel("text", "models/text.onnx", "not a valid ONNX model"),
-        BadModel("empty", "models/empty.onnx", "not a valid ONNX model"),
-        BadModel("truncated", "models/truncated.onnx", "not a valid ONNX model"),
-        BadModel("cycle", "models/cycle.onnx", "a cycle"),
-        BadModel("unsupported-op", "models/unsupported_op.onnx", "node 'uniq': ONNX op Unique is not supported"),
-        BadModel("custom-domain", "models/custom_domain.onnx", "op Gelu of domain 'com.example' is not supported"),
-        BadModel("string-dtype", "models/string_input.onnx", "element type STRING, which is not supported"),
-        BadModel("opset-99", "models/opset_99.onnx", "imports opset 99 of the default ONNX domain"),
-    ]
 
 
-def _external_data(folder: Path) -> list[BadModel]:
+def _external_data(folder: Path) -> None:
     """Models whose weights are stored where they must not be read from."""
     from onnx import helper
 
@@ -110,26 +98,45 @@ def _external_data(folder: Path) -> list[BadModel]:
     fifo = folder / "pipe.bin"
     if not fifo.exists():
         os.mkfifo(fifo)
-    cases = {
-        "absolute": (str(folder.parent / "secret.bin"), "is an absolute path"),
-        "climbs": ("../secret.bin", "climbs out with '..'"),
-        "symlink": ("link.bin", "is a link to outside the model's folder"),
-        "missing": ("nowhere.bin", "names no file in the model's folder"),
-        "fifo": ("pipe.bin", "is not a regular file"),
-        "too-long": ("ok.bin", "runs past the end of its file"),
-    }
-    out = []
-    for key, (location, fragment) in cases.items():
-        length = 64 if key == "too-long" else 16
-        weight = _external("w", location, length)
+    locations = {key: location for key, (location, _) in EXTERNAL.items()}
+    locations["absolute"] = str(folder.parent / "secret.bin")
+    for key, location in locations.items():
+        weight = _external("w", location, 64 if key == "too-long" else 16)
         graph = _graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [weight])
         _save(_model(graph), folder / f"external_{key}.onnx")
-        out.append(BadModel(f"external-{key}", f"models/external_{key}.onnx", fragment))
-    return out
+
+
+EXTERNAL = {
+    "absolute": ("", "is an absolute path"),
+    "climbs": ("../secret.bin", "climbs out with '..'"),
+    "symlink": ("link.bin", "is a link to outside the model's folder"),
+    "missing": ("nowhere.bin", "names no file in the model's folder"),
+    "fifo": ("pipe.bin", "is not a regular file"),
+    "too-long": ("ok.bin", "runs past the end of its file"),
+}
+"""External-data cases: the location each model's weight names, and the fragment of its refusal."""
+
+CASES = [
+    BadModel("missing", "models/missing.onnx", "no such ONNX file"),
+    BadModel("folder", "models/a_folder.onnx", "not a file"),
+    BadModel("text", "models/text.onnx", "not a valid ONNX model"),
+    BadModel("empty", "models/empty.onnx", "not a valid ONNX model"),
+    BadModel("truncated", "models/truncated.onnx", "not a valid ONNX model"),
+    BadModel("cycle", "models/cycle.onnx", "a cycle"),
+    BadModel("unsupported-op", "models/unsupported_op.onnx", "node 'det': ONNX op Det is not supported"),
+    BadModel("custom-domain", "models/custom_domain.onnx", "op Gelu of domain 'com.example' is not supported"),
+    BadModel("string-dtype", "models/string_input.onnx", "element type STRING, which is not supported"),
+    BadModel("opset-99", "models/opset_99.onnx", "imports opset 99 of the default ONNX domain"),
+    *(BadModel(f"external-{k}", f"models/external_{k}.onnx", fragment) for k, (_, fragment) in EXTERNAL.items()),
+]
+"""Every case :func:`write_bad_models` writes (``file`` relative to the folder's parent)."""
 
 
 def write_bad_models(folder: str | Path) -> list[BadModel]:
-    """Write the hostile models into ``folder`` (created; a ``secret.bin`` lands beside it)."""
+    """Write the hostile models into ``folder`` (created; a ``secret.bin`` lands beside it) and
+    return :data:`CASES`; the folder must be named ``models`` for the cases' paths to hold."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return [*_structural(folder), *_external_data(folder)]
+    _structural(folder)
+    _external_data(folder)
+    return list(CASES)

@@ -52,6 +52,7 @@ def load_model(path: str | Path) -> Any:
             model = onnx.inliner.inline_local_functions(model)
         except Exception as exc:
             raise UsageError(f"{path.name}: its model-local functions cannot be inlined ({_first(exc)})") from None
+    order_nodes(model)
     complete_output_shapes(model)
     check(model, path.name)
     return model
@@ -270,21 +271,27 @@ def complete_output_shapes(model: Any) -> None:
                 tt.shape.dim.add().dim_value = d
 
 
+def order_nodes(model: Any) -> None:
+    """The graph's nodes in topological order (in place; ONNX's checker wants them sorted, some
+    exporters do not sort them); a cycle, or an input nothing produces, is a UsageError."""
+    from hwbench.evaluator.onnx.graph import topological
+
+    inits = {t.name for t in model.graph.initializer}
+    ordered = topological(model.graph.node, inits | {i.name for i in model.graph.input})
+    nodes = [type(n)() for n in ordered]
+    for copy, node in zip(nodes, ordered):
+        copy.CopyFrom(node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
 def check(model: Any, origin: str) -> None:
     """The ONNX checker's verdict (the first line of it) and a graph with nodes."""
     import onnx
 
     if not model.graph.node:
         raise UsageError(f"{origin}: the ONNX graph has no nodes")
-    from hwbench.evaluator.onnx.graph import topological
-
-    inits = {t.name for t in model.graph.initializer}
-    ordered = topological(model.graph.node, inits | {i.name for i in model.graph.input})  # a cycle is named
-    nodes = [type(n)() for n in ordered]  # in that order: the checker wants the nodes sorted
-    for copy, node in zip(nodes, ordered):
-        copy.CopyFrom(node)
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
+    order_nodes(model)
     if model.ByteSize() > PROTOBUF_LIMIT:
         return  # the checker serialises the model: a model this large is checked as it is built
     try:

@@ -73,7 +73,7 @@ class _Layer:
     hidden: int
     acts: list[Callable[[Any], Any]]
     clip: float | None
-    recurrent: Any  # R^T of this direction: (hidden, gates * hidden)
+    recurrent: Any  # R of this direction: (gates * hidden, hidden), multiplied transposed
     peephole: Any  # LSTM's P of this direction, or None
     linear_before_reset: bool
 
@@ -154,18 +154,18 @@ def _direction(
     steps, batch, width = np.shape(ar.lower(x))
     if reverse:
         x = _reversed(c, x, lengths)
-    w_t = _folded_or_moved(c, 1, lambda v: xp.swapaxes(v[d], 0, 1))  # (input, gates * hidden)
+    weight = _folded_or_moved(c, 1, lambda v: v[d])  # (gates * hidden, input): products with its transpose
     layer = _Layer(
         ar,
         hidden,
         acts,
         float(c.attrs["clip"]) if "clip" in c.attrs else None,
-        _folded_or_moved(c, 2, lambda v: xp.swapaxes(v[d], 0, 1)),
+        _folded_or_moved(c, 2, lambda v: v[d]),
         _folded_or_moved(c, 7, lambda v: v[d]) if c.op == "LSTM" and len(c.args) > 7 else None,
         bool(c.attrs.get("linear_before_reset", 0)),
     )
     flat = ar.move(lambda v: xp.reshape(v, (steps * batch, width)), x)
-    products = ar.matmul(flat, w_t)
+    products = ar.matmul(flat, weight, transpose_b=True)
     bias = _bias(c, d, gates, hidden)
     if bias is not None and not (c.op == "GRU" and layer.linear_before_reset):
         products = ar.binary("add", products, c.folding(3).binary("add", bias[0], bias[1]))
@@ -223,7 +223,7 @@ def _initial(c: Call, index: int, d: int, batch: int, hidden: int) -> Any:
 
 
 def _recur(layer: _Layer, h: Any) -> Any:
-    return layer.ar.matmul(h, layer.recurrent)
+    return layer.ar.matmul(h, layer.recurrent, transpose_b=True)
 
 
 def _rnn_step(layer: _Layer, xw: Any, h: Any, cell: Any, bias: Any) -> tuple[Any, Any]:
@@ -267,20 +267,20 @@ def _gru_step(layer: _Layer, xw: Any, h: Any, cell: Any, bias: Any) -> tuple[Any
         r = f_act(layer.gates(ar.binary("add", layer.part(xw, 1), layer.part(rec, 1))))
         cand = ar.binary("add", layer.part(xw, 2), ar.binary("mul", r, layer.part(rec, 2)))
     else:
-        rec = ar.matmul(h, _columns(ar, layer.recurrent, 0, 2 * hd))
-        h_weight = _columns(ar, layer.recurrent, 2 * hd, 3 * hd)
+        rec = ar.matmul(h, _rows(ar, layer.recurrent, 0, 2 * hd), transpose_b=True)
+        h_weight = _rows(ar, layer.recurrent, 2 * hd, 3 * hd)
         z = f_act(layer.gates(ar.binary("add", layer.part(xw, 0), layer.part(rec, 0))))
         r = f_act(layer.gates(ar.binary("add", layer.part(xw, 1), layer.part(rec, 1))))
-        cand = ar.binary("add", layer.part(xw, 2), ar.matmul(ar.binary("mul", r, h), h_weight))
+        cand = ar.binary("add", layer.part(xw, 2), ar.matmul(ar.binary("mul", r, h), h_weight, transpose_b=True))
     n = g_act(layer.gates(cand))
     one = np.asarray(1.0, dtype=ar.lower(n).dtype)
     return ar.binary("add", ar.binary("mul", ar.binary("sub", one, z), n), ar.binary("mul", z, h)), None
 
 
-def _columns(ar: Arith, weight: Any, start: int, stop: int) -> Any:
+def _rows(ar: Arith, weight: Any, start: int, stop: int) -> Any:
     if isinstance(weight, np.ndarray):
-        return weight[:, start:stop]
-    return ar.move(lambda v: v[:, start:stop], weight)
+        return weight[start:stop]
+    return ar.move(lambda v: v[start:stop], weight)
 
 
 def _assemble(c: Call, outputs: list[list[Any]], finals: list[Any], cells: list[Any], layout: int) -> list[Any]:

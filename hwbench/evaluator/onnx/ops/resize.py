@@ -43,8 +43,13 @@ def _targets(c: Call) -> tuple[list[int], list[float], np.ndarray | None]:
     if sizes_given is not None and sizes_given.size:
         for a, n in zip(axes, sizes_given.reshape(-1)):
             sizes[a], scales[a] = int(n), int(n) / shape[a]
-        if _text(c.attrs.get("keep_aspect_ratio_policy"), "stretch") != "stretch":
-            raise UsageError(f"node '{c.name}' (Resize): keep_aspect_ratio_policy is not supported")
+        policy = _text(c.attrs.get("keep_aspect_ratio_policy"), "stretch")
+        if policy in ("not_larger", "not_smaller"):  # one scale for every axis, sizes rounded half up
+            common = (min if policy == "not_larger" else max)(scales[a] for a in axes)
+            for a in axes:
+                scales[a], sizes[a] = common, int(common * shape[a] + 0.5)
+        elif policy != "stretch":
+            raise UsageError(f"node '{c.name}' (Resize): keep_aspect_ratio_policy '{policy}' is not supported")
     elif scales_given is not None and scales_given.size:
         for a, s in zip(axes, scales_given.reshape(-1)):
             scales[a], sizes[a] = float(s), math.floor(shape[a] * float(s))
