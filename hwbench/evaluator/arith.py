@@ -539,7 +539,10 @@ class Arith:
                 ", each operand scaled per tensor by fp8_max / amax before its cast and the product unscaled "
                 "(Transformer Engine's current scaling, cuBLASLt's scale factors)"
             )
-        order = "pairwise tree, every partial sum rounded (assumed)" if self._tree_sums else "native order"
+        if self._tree_sums:
+            order = "pairwise tree, every partial sum rounded (assumed: the device's order is not published)"
+        else:
+            order = f"the engine's order ({self.backend}), additions as the profile's ADD (assumed: not published)"
         return {
             "arithmetic": self.label,
             "matmul": str(method),

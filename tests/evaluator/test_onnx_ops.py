@@ -171,3 +171,52 @@ def test_einsum_equals_numpys(backend: str, equation: str) -> None:
     )
     out = compile_graph(OnnxGraph(model), _native(backend))(dict(zip(names, arrays))).outputs["y"]
     np.testing.assert_allclose(out, np.einsum(equation, *arrays), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_quantize_dequantize_equals_onnx_runtime(backend: str) -> None:
+    """A QDQ pair, per tensor and per channel, int8 and uint8: the integers exactly as ONNX Runtime's."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 2, (2, 3, 4)).astype(np.float32)
+    inits = [
+        numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+        numpy_helper.from_array(np.array(-3, np.int8), "z"),
+        numpy_helper.from_array(np.array([0.02, 0.04, 0.08], np.float32), "sc"),
+        numpy_helper.from_array(np.array([128, 100, 10], np.uint8), "zc"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"]),
+        helper.make_node("QuantizeLinear", ["x", "sc", "zc"], ["qc"], axis=1),
+        helper.make_node("DequantizeLinear", ["qc", "sc", "zc"], ["yc"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "qdq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [
+            helper.make_tensor_value_info("q", TensorProto.INT8, None),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("qc", TensorProto.UINT8, None),
+            helper.make_tensor_value_info("yc", TensorProto.FLOAT, None),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    outs = compile_graph(OnnxGraph(model), _native(backend))({"x": x}).outputs
+    for name, expected in zip(["q", "y", "qc", "yc"], _ort(model, {"x": x})):
+        np.testing.assert_array_equal(outs[name], expected, err_msg=name)
+
+
+def test_the_docs_list_every_supported_op_and_no_other() -> None:
+    """docs/models.md's op table names each op of the table (in backticks), and only those."""
+    import re
+    from pathlib import Path
+
+    from hwbench.evaluator.onnx.op_table import supported
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
+    section = page.split("### The ops", 1)[1].split("\nOpset differences", 1)[0]
+    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    listed = {name for cell in first_cells for name in re.findall(r"`([A-Z][A-Za-z0-9]+)`", cell)}
+    assert listed == set(supported())

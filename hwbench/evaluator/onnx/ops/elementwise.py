@@ -175,6 +175,17 @@ def logical(c: Call) -> list[Any]:
     return [fn(c.raw(0), c.arith.lower(second_operand(c)))]
 
 
+@op("BitwiseAnd", "BitwiseOr", "BitwiseXor")
+def bitwise(c: Call) -> list[Any]:
+    fn = {"BitwiseAnd": c.xp.bitwise_and, "BitwiseOr": c.xp.bitwise_or, "BitwiseXor": c.xp.bitwise_xor}[c.op]
+    return [fn(c.raw(0), c.raw(1))]
+
+
+@op("BitwiseNot")
+def bitwise_not(c: Call) -> list[Any]:
+    return [c.xp.bitwise_not(c.raw(0))]
+
+
 @op("BitShift")
 def bit_shift(c: Call) -> list[Any]:
     fn = c.xp.left_shift if c.attrs["direction"] in ("LEFT", b"LEFT") else c.xp.right_shift
