@@ -165,14 +165,20 @@ def _run_static(graph: OnnxGraph, index: int, env: dict[str, Any], host: Arith) 
 
 
 def _run_node(graph: OnnxGraph, index: int, call: Call, hook: NodeHook | None) -> list[Any]:
-    """The node's results; an op's own failure (a shape that cannot be, a bad attribute) is one
-    UsageError naming the node."""
+    """The node's results: the client's hook's where it lowers the node, else its op's."""
+
+    def run() -> list[Any]:
+        done = hook(index, call) if hook is not None else None
+        return done if done is not None else graph.impls[index](call)
+
+    return _guarded(call, run)
+
+
+def _guarded(call: Call, run: Callable[[], list[Any]]) -> list[Any]:
+    """``run()``; an op's own failure (a shape that cannot be, a bad attribute) is one UsageError
+    naming the node."""
     try:
-        if hook is not None:
-            done = hook(index, call)
-            if done is not None:
-                return done
-        return graph.impls[index](call)
+        return run()
     except UsageError:
         raise
     except Exception as exc:
@@ -276,11 +282,4 @@ def fold_node(node: Any, opset: int, args: list[np.ndarray | None], host: Arith)
     name = node.name or f"{node.op_type} node"
     impl = lookup(node.op_type, node.domain, opset, name)
     call = Call(node, name, attributes(node), list(args), [False] * len(args), host, opset, host)
-    try:
-        results = impl(call)
-    except UsageError:
-        raise
-    except Exception as exc:
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        raise UsageError(f"node '{name}' ({node.op_type}) failed: {type(exc).__name__}: {text[:200]}") from exc
-    return [np.asarray(host.lower(v)) for v in results]
+    return [np.asarray(host.lower(v)) for v in _guarded(call, lambda: impl(call))]

@@ -38,9 +38,8 @@ def op(*names: str) -> Callable[[OpFn], OpFn]:
 
 
 def supported() -> list[str]:
-    """Every ONNX op the evaluator implements (docs/models.md lists them with their arithmetic)."""
-    import hwbench.evaluator.onnx.ops  # noqa: F401  (registers the implementations)
-
+    """Every ONNX op the evaluator implements once :mod:`hwbench.evaluator.onnx.ops` is imported
+    (docs/models.md lists them with their arithmetic)."""
     return sorted(_TABLE)
 
 
