@@ -203,6 +203,7 @@ def compile_graph(
     :func:`evaluate`."""
     carrier = arith.dtype
     host = _host(carrier)
+    exact = _exact_outputs(graph)
     with np.errstate(all="ignore"):
         consts = fold(graph, {k: to_carrier(v, carrier) for k, v in graph.constants.items()}, host)
 
@@ -229,14 +230,14 @@ def compile_graph(
         def run_numpy(feeds: Mapping[str, np.ndarray]) -> Evaluation:
             inputs = {k: to_carrier(np.asarray(v), carrier) for k, v in feeds.items()}
             with np.errstate(all="ignore"):
-                return _evaluation(*walk(inputs, consts, None))
+                return _evaluation(*walk(inputs, consts, None), exact)
 
         return run_numpy
-    return _compile_jax(walk, carrier, consts)
+    return _compile_jax(walk, carrier, consts, exact)
 
 
 def _compile_jax(
-    walk: Callable[..., Any], carrier: np.dtype, consts: dict[str, np.ndarray]
+    walk: Callable[..., Any], carrier: np.dtype, consts: dict[str, np.ndarray], exact: Mapping[str, np.dtype]
 ) -> Callable[[Mapping[str, np.ndarray]], Evaluation]:
     import jax
 
@@ -262,13 +263,30 @@ def _compile_jax(
             if key not in compiled:  # the project's XLA options: 512-bit vectors, a memory-minded schedule
                 compiled[key] = compile_lowered(jitted.lower(inputs, on_device, np.int32(0)))[0]
             outs, tensors = jax.block_until_ready(compiled[key](inputs, on_device, np.int32(0)))
-        return _evaluation(outs, tensors)
+        return _evaluation(outs, tensors, exact)
 
     return run
 
 
-def _evaluation(outs: Mapping[str, Any], tensors: Mapping[str, Any]) -> Evaluation:
-    return Evaluation({k: np.asarray(v) for k, v in outs.items()}, {k: np.asarray(v) for k, v in tensors.items()})
+def _evaluation(outs: Mapping[str, Any], tensors: Mapping[str, Any], exact: Mapping[str, np.dtype]) -> Evaluation:
+    """Host arrays; integer and boolean outputs in their declared type (JAX without 64-bit types
+    computes int64 as int32), floats in the carrier."""
+    arrays = {k: np.asarray(v) for k, v in outs.items()}
+    arrays = {k: v.astype(exact[k]) if k in exact and v.dtype != exact[k] else v for k, v in arrays.items()}
+    return Evaluation(arrays, {k: np.asarray(v) for k, v in tensors.items()})
+
+
+def _exact_outputs(graph: OnnxGraph) -> dict[str, np.dtype]:
+    """The declared types of the graph's integer and boolean outputs."""
+    from hwbench.evaluator.onnx.dtypes import element_dtype
+
+    out = {}
+    for value in graph.model.graph.output:
+        elem = value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
+        dtype = element_dtype(elem) if elem else None
+        if dtype is not None and dtype.kind in "iub":
+            out[value.name] = dtype
+    return out
 
 
 def fold_node(node: Any, opset: int, args: list[np.ndarray | None], host: Arith) -> list[np.ndarray]:
