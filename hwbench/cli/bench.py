@@ -125,13 +125,8 @@ def bench(
     k = registry.kernel(kernel)  # unknown names fail before any work
     _refuse_other_kind(ctx, kernel, dl=k.info.family == "dl")
     if k.info.family == "dl":
-        from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
-
-        if len(devices) != 1:
-            raise UsageError(f"{kernel} is benched on one --device at a time")
         seed_given = seed if given(ctx, "seed") else None  # else the DL inputs' own default
-        options = DLBenchOptions(kernel, devices[0], engines, repeats, out, as_json, seed_given, **dl_options)
-        return run_dl_cli(registry, options)
+        return _bench_dl(registry, kernel, devices, engines, repeats, out, as_json, seed_given, dl_options)
     targets = resolve_devices(registry, k, devices, mode, engines)
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
@@ -158,6 +153,25 @@ def bench(
     stderr.print(f"wrote {out_dir}/bench.json and bench.png", highlight=False)
     record_result(result)
     _report(result, kernel, names, ms, repeats, as_json)
+
+
+def _bench_dl(
+    registry: Any,
+    kernel: str,
+    devices: tuple[str, ...],
+    engines: tuple[str, ...],
+    repeats: int,
+    out: str | None,
+    as_json: bool,
+    seed: int | None,
+    dl_options: dict[str, Any],
+) -> None:
+    """A DL primitive's bench (one device), per --config and --precision."""
+    from hwbench.cli.dl_bench import DLBenchOptions, run_dl_cli
+
+    if len(devices) != 1:
+        raise UsageError(f"{kernel} is benched on one --device at a time")
+    run_dl_cli(registry, DLBenchOptions(kernel, devices[0], engines, repeats, out, as_json, seed, **dl_options))
 
 
 def _refuse_other_kind(ctx: click.Context, kernel: str, *, dl: bool) -> None:

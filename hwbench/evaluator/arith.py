@@ -32,6 +32,8 @@ from hwbench.core.errors import UsageError
 from hwbench.core.ops import OpClass
 
 BACKENDS = ("numpy", "jax")
+APART_BY_BARRIER = 2**16
+"""Products of at least this many elements are kept apart from additions by storing them once."""
 
 # Elementwise functions and the op class whose arithmetic computes them. Every one of them is one
 # native function rounded (and, where the device has an error model, perturbed) as its class; the
@@ -55,6 +57,7 @@ FUNCTIONS: dict[str, OpClass] = {
     "expm1": OpClass.EXP,
     "log1p": OpClass.EXP,
     "sqrt": OpClass.POW,
+    "rsqrt": OpClass.POW,
     "cbrt": OpClass.POW,
 }
 _NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh"}
@@ -72,6 +75,12 @@ _COMPARE = {
 
 def xp_function(xp: Any, name: str) -> Callable[[Any], Any]:
     """The array namespace's own ``name`` (numpy or jax.numpy), erf from SciPy / jax.scipy."""
+    if name == "rsqrt":  # XLA's own op (CUDA's rsqrtf on a GPU); numpy: 1 / sqrt in the array's type
+        if xp is np:
+            return lambda v: np.divide(np.ones((), dtype=v.dtype), np.sqrt(v))
+        from jax import lax
+
+        return lax.rsqrt
     if name == "erf":
         if xp is np:
             from scipy.special import erf
@@ -88,15 +97,17 @@ class Arith:
 
     ``ops`` is an ops namespace (raw, or a device's emulating ops around the raw ones); ``backend``
     is ``"numpy"`` (eager) or ``"jax"`` (values may be tracers: the whole evaluation is traced
-    once and compiled). ``label`` names the arithmetic in reports.
+    once and compiled). ``label`` names the arithmetic in reports. ``typed``: a cast gives its
+    target type exactly (constant folding that writes a model back), not the carrier's.
     """
 
-    def __init__(self, ops: Any, backend: str, *, label: str = "native") -> None:
+    def __init__(self, ops: Any, backend: str, *, label: str = "native", typed: bool = False) -> None:
         if backend not in BACKENDS:
             raise UsageError(f"unknown evaluator backend '{backend}'; choose from: {', '.join(BACKENDS)}")
         self.ops = ops
         self.backend = backend
         self.label = label
+        self.typed = typed
         self.dtype = np.dtype(ops.dtype)
         self.emulating = bool(getattr(ops, "emulated", False))
         if backend == "jax":
@@ -137,14 +148,16 @@ class Arith:
     def move(self, fn: Callable[..., Any], *values: Any) -> Any:
         """``fn`` of the values' engine arrays: an exact data movement (reshape, transpose, slice,
         concatenation, padding with zeros, gather, broadcast). The result keeps the format the
-        first float value was known to lie in (a move creates no new number)."""
+        float values were all known to lie in (a move creates no new number; values of different
+        or unknown formats give an unknown one)."""
         out = fn(*(self.lower(v) for v in values))
-        tagged = next((v for v in values if _is_emu(v)), None)
-        if tagged is None or not _is_float(out):
+        floats = [v for v in values if v is not None and _is_float(self.lower(v))]
+        if not self.emulating or not floats or not _is_float(out):
             return self.lift(out)
+        formats = {v.fmt if _is_emu(v) else None for v in floats}
         from hwbench.accuracy.numerics.emulated_array import EmuArray
 
-        return EmuArray(out, self.ops, tagged.fmt, None)
+        return EmuArray(out, self.ops, formats.pop() if len(formats) == 1 else None, None)
 
     def store(self, x: Any) -> Any:
         """``x`` written to the device's memory in its storage format (the ``store`` class)."""
@@ -181,9 +194,14 @@ class Arith:
 
     def _apart(self, v: Any) -> Any:
         """``v`` unchanged, through an integer OR with a zero the compiler cannot see: no FMA can
-        reach across it, and XLA may still fuse and copy the product freely (each copy rounded)."""
+        reach across it, and XLA may still fuse and copy the product freely (each copy rounded).
+        A large product is stored once instead (an optimization barrier): measured on XLA:CPU,
+        the OR in every element of a fused loop costs more than writing the product once (a
+        batch normalisation's scaling of a 256 x 56 x 56 activation: 0.32 ms against 0.23 ms)."""
         from jax import lax
 
+        if math.prod(np.shape(v)) >= APART_BY_BARRIER:
+            return lax.optimization_barrier(v)
         width = {4: "int32", 8: "int64", 2: "int16"}[np.dtype(v.dtype).itemsize]
         bits = lax.bitcast_convert_type(v, np.dtype(width))
         return lax.bitcast_convert_type(bits | self._zero.astype(width), v.dtype)
@@ -226,8 +244,8 @@ class Arith:
         return self.reciprocal(self.binary("add", 1.0, self.function("exp", self.negative(x))))
 
     def rsqrt(self, x: Any) -> Any:
-        """``1 / sqrt(x)``: a square root and a division (assumed where the device has no rsqrt unit)."""
-        return self.reciprocal(self.function("sqrt", x))
+        """``1 / sqrt(x)`` as one op of the POW class (XLA's ``rsqrt``; CUDA's ``rsqrtf``)."""
+        return self.function("rsqrt", x)
 
     def reciprocal(self, x: Any) -> Any:
         """``1 / x``: a division on every device modelled (the DIV class)."""
@@ -263,6 +281,8 @@ class Arith:
         src = np.dtype(raw.dtype)
         if src == target:
             return x
+        if self.typed:
+            return self.lift(raw.astype(target))
         if src.kind == "f" and target.kind == "f":
             if target.itemsize >= src.itemsize:
                 return x
@@ -273,22 +293,46 @@ class Arith:
         return self.lift(out)
 
     # --- reductions ----------------------------------------------------------------------------
-    def sum(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
+    def sum(self, x: Any, axes: Sequence[int], keepdims: bool = False, *, once: bool = True) -> Any:
         """The sum over ``axes``. Where the device rounds its additions, a pairwise tree, every
-        partial sum rounded (the order is an assumption: :meth:`describe`); else the engine's sum."""
+        partial sum rounded (the order is an assumption: :meth:`describe`); else the engine's sum.
+        ``once``: computed once (:meth:`once`); a caller that reads the sum in one place only may
+        leave it to XLA to fuse (the ONNX front end puts the barrier on its nodes' outputs)."""
         ndim = len(self.lower(x).shape)
         axes = sorted({a % ndim for a in axes}) if ndim else []
         if not axes:
             return x
-        if not self._tree_sums:
-            out = self.lift(self.xp.sum(self.lower(x), axis=tuple(axes), keepdims=keepdims))
-        else:
+        if self._tree_sums:
             out = x
             for axis in reversed(axes):
-                out = self._tree_sum(out, axis)
+                out = self._tree("add", out, axis)
             if not keepdims:
                 out = self.move(lambda v: self.xp.squeeze(v, axis=tuple(axes)), out)
-        return self.once(out)
+        elif self.emulating:  # the namespace's own sum: its ADD class (saturation, counters)
+            out = self._operand(x)
+            for axis in reversed(axes):
+                out = self.ops.sum(out, axis)
+            if keepdims:
+                out = self.move(lambda v: self.xp.expand_dims(v, tuple(axes)), out)
+        else:
+            out = self.lift(self.xp.sum(self.lower(x), axis=tuple(axes), keepdims=keepdims))
+        return self.once(out) if once else out
+
+    def prod(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
+        """The product over ``axes``: a pairwise tree of the device's multiplications where it
+        rounds them (an assumed order, as for :meth:`sum`), else the engine's product."""
+        ndim = len(self.lower(x).shape)
+        axes = sorted({a % ndim for a in axes}) if ndim else []
+        if not axes:
+            return x
+        if not self.emulating:
+            return self.lift(self.xp.prod(self.lower(x), axis=tuple(axes), keepdims=keepdims))
+        out = x
+        for axis in reversed(axes):
+            out = self._tree("mul", out, axis)
+        if not keepdims:
+            out = self.move(lambda v: self.xp.squeeze(v, axis=tuple(axes)), out)
+        return out
 
     def once(self, x: Any) -> Any:
         """``x`` computed once, as a device computes a value it then reads twice. XLA may copy a
@@ -301,19 +345,21 @@ class Arith:
 
         return self.move(lax.optimization_barrier, x)
 
-    def _tree_sum(self, x: Any, axis: int) -> Any:
-        """Pairwise sums along ``axis`` (kept, length 1): halves added elementwise until one is left."""
+    def _tree(self, op: str, x: Any, axis: int) -> Any:
+        """Pairwise ``op`` (add, mul) along ``axis`` (kept, length 1): halves combined elementwise
+        until one is left."""
         xp = self.xp
         n = self.lower(x).shape[axis]
         if n == 0:
             shape = list(self.lower(x).shape)
             shape[axis] = 1
-            return self.lift(xp.zeros(shape, dtype=self.lower(x).dtype))
+            fill = xp.zeros if op == "add" else xp.ones
+            return self.lift(fill(shape, dtype=self.lower(x).dtype))
         while n > 1:
             half = n // 2
             first = self.move(lambda v, h=half: _take(xp, v, 0, h, axis), x)
             second = self.move(lambda v, h=half: _take(xp, v, h, 2 * h, axis), x)
-            pairs = self.binary("add", first, second)
+            pairs = self.binary(op, first, second)
             if n % 2:
                 last = self.move(lambda v, k=n: _take(xp, v, k - 1, k, axis), x)
                 pairs = self.move(lambda p, q: xp.concatenate([p, q], axis=axis), pairs, last)
@@ -327,17 +373,76 @@ class Arith:
     def reduce_min(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
         return self.move(lambda v: self.xp.min(v, axis=tuple(axes), keepdims=keepdims), x)
 
+    def gather(self, x: Any, index: Any, axis: int) -> Any:
+        """``take(x, index, axis)``: the device's gather (its GATHER class: a chip that lowers gathers
+        to one-hot matrix products rounds the source to the matrix unit's input format) where the
+        namespace has one, else an exact move. ``index`` is an engine integer array, in range."""
+        ndim = len(self.lower(x).shape)
+        axis %= max(ndim, 1)
+        xp = self.xp
+        if not self.emulating or not _is_float(self.lower(x)) or ndim == 0:
+            return self.move(lambda v, i: xp.take(v, i, axis=axis), x, index)
+        last = self.move(lambda v: xp.moveaxis(v, axis, -1), x)  # pre + post + (n,)
+        out = self.ops.gather(self._operand(last), index)  # pre + post + index.shape
+        k, rest = len(getattr(index, "shape", ())), ndim - 1
+
+        def back(v: Any) -> Any:
+            order = (*range(axis), *range(rest, rest + k), *range(axis, rest))
+            return xp.transpose(v, order)
+
+        return self.move(back, out)
+
     # --- the matrix unit -----------------------------------------------------------------------
-    def matmul(self, a: Any, b: Any) -> Any:
+    def matmul(self, a: Any, b: Any, *, transpose_b: bool = False) -> Any:
         """``a @ b`` with numpy's broadcasting of leading (batch) dimensions, on the matrix unit:
-        operands in its input format, products accumulated as the device's model says."""
+        operands in its input format, products accumulated as the device's model says.
+        ``transpose_b``: ``a @ b^T`` (b 2-D), where the engine can, without moving b."""
+        if transpose_b:
+            product = self._transposed_product(a, b)
+            if product is not None:
+                return product
+            b = self.move(lambda v: self.xp.swapaxes(v, -1, -2), b)
         if not self.emulating:
             return self.ops.matmul(a, b, precision="highest")  # a wrapper may still own the products
         if self._host_matmul and self.backend == "jax":
             return self._host_product(a, b)
         if self._host_matmul:
-            return self._batched_unit(self._operand(a), self._operand(b))
+            return self._unit_product(self._operand(a), self._operand(b))
         return self.ops.matmul(self._operand(a), self._operand(b))
+
+    def _transposed_product(self, a: Any, b: Any) -> Any:
+        """``a @ b^T`` as one contraction over both last axes, or None where the namespace has no
+        native product to give it to. XLA:CPU copies a transposed dot operand first: 40 times
+        slower than the contraction for a 4096 x 9216 weight."""
+        if np.ndim(self.lower(b)) != 2 or self._host_matmul:
+            return None
+
+        def contract(p: Any, q: Any) -> Any:
+            if self.backend == "numpy":
+                return np.matmul(p, np.swapaxes(q, 0, 1))
+            from jax import lax
+
+            dims = (((p.ndim - 1,), (1,)), ((), ()))
+            return lax.dot_general(p, q, dims, precision=lax.Precision.HIGHEST)
+
+        bilinear = getattr(self.ops, "bilinear", None)
+        if bilinear is not None:
+            return bilinear(contract, self._operand(a), self._operand(b))
+        if not self.emulating:
+            return self.lift(contract(self.lower(a), self.lower(b)))
+        return None
+
+    def _unit_product(self, a: Any, b: Any) -> Any:
+        """The host matrix unit's product, with the per-tensor amax scaling of a mode that scales
+        its operands (fp8: :func:`amax_scaled` each whole operand, the product unscaled in fp32 by
+        ``(1 / scale_a) * (1 / scale_b)``, as cuBLASLt applies the two scale factors)."""
+        top = getattr(self.ops, "amax_scaling", None)
+        if top is None:
+            return self._batched_unit(a, b)
+        xa, inv_a = amax_scaled(np.asarray(self.lower(a)), top)
+        xb, inv_b = amax_scaled(np.asarray(self.lower(b)), top)
+        out = np.asarray(self.lower(self._batched_unit(self.lift(xa), self.lift(xb))))
+        return self.lift(out * (inv_a * inv_b))
 
     def _batched_unit(self, a: Any, b: Any) -> Any:
         """A host-only matrix unit (2-D products) over broadcast batch dimensions."""
@@ -360,7 +465,7 @@ class Arith:
         dtype = self.dtype
 
         def host(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-            out = self._batched_unit(self.lift(np.asarray(x)), self.lift(np.asarray(y)))
+            out = self._unit_product(self.lift(np.asarray(x)), self.lift(np.asarray(y)))
             return np.asarray(self.lower(out), dtype=dtype)
 
         out = jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), ra, rb)
@@ -375,41 +480,41 @@ class Arith:
         pads: Sequence[tuple[int, int]],
         dilations: Sequence[int],
         groups: int = 1,
+        lhs_dilation: Sequence[int] | None = None,
     ) -> Any:
         """An N-d cross-correlation, ONNX's layout (x: N, C, *spatial; w: M, C/groups, *kernel), as
-        the matrix unit computes it: a matrix product of patches (im2col; patch order channel,
-        then kernel position). Patches are exact data movement; the product is :meth:`matmul`.
+        the matrix unit computes it: per group, the filters (Mg, K) times the patch matrix (K, O)
+        (im2col, :mod:`hwbench.evaluator.convolution`); the product is :meth:`matmul`.
+        ``lhs_dilation`` spreads the input with zeros first (a transposed convolution).
 
-        On the JAX backend a namespace that computes products by rounding operands (or splitting
-        them into passes) around a native product takes XLA's convolution as that product: the
-        same arithmetic, without materialising the patches."""
-        native = self._native_conv(strides, pads, dilations, groups)
-        if native is not None:
-            if not self.emulating:
-                return native(x, w)
-            bilinear = getattr(self.ops, "bilinear", None)
-            if bilinear is not None and not self._host_matmul:
-                return bilinear(native, self._operand(x), self._operand(w))
+        Native arithmetic, and a namespace that rounds operands around one native product
+        (``bilinear``), take the engine's fastest exact form of the same sums
+        (:func:`~hwbench.evaluator.convolution.native_conv`), the operands rounded once."""
+        from hwbench.evaluator import convolution
+
+        geo = convolution.Geometry(
+            tuple(int(s) for s in strides),
+            tuple((int(b), int(e)) for b, e in pads),
+            tuple(int(d) for d in dilations),
+            int(groups),
+            tuple(int(f) for f in lhs_dilation) if lhs_dilation is not None else None,
+        )
         xp = self.xp
+
+        def native(a: Any, b: Any) -> Any:
+            return convolution.native_conv(xp, a, b, geo)
+
+        if not self.emulating:
+            return self.lift(native(self.lower(x), self.lower(w)))
+        bilinear = getattr(self.ops, "bilinear", None)
+        if bilinear is not None and not self._host_matmul:
+            return bilinear(native, self._operand(x), self._operand(w))
         rx, rw = self.lower(x), self.lower(w)
-        n, c = rx.shape[:2]
-        m = rw.shape[0]
+        shape = (rx.shape[0], rw.shape[0], *geo.out(rx.shape[2:], rw.shape[2:]))
         kernel = rw.shape[2:]
-        patches = self.move(lambda v: _patches(xp, v, kernel, strides, pads, dilations), x)  # N, C, K.., O..
-        out_spatial = self.lower(patches).shape[2 + len(kernel) :]
-        cg, mg = c // groups, m // groups
-        k = cg * math.prod(kernel)
-        cols = self.move(lambda p: _group_columns(xp, p, groups, k), patches)  # groups, N*O, K
-        mats = self.move(lambda v: xp.transpose(xp.reshape(v, (groups, mg, k)), (0, 2, 1)), w)  # groups, K, Mg
-        prod = self.matmul(cols, mats)  # groups, N*O, Mg
-        shape = (groups, n, *out_spatial, mg)
-
-        def back(v: Any) -> Any:
-            v = xp.reshape(v, shape)
-            order = (1, 0, len(shape) - 1, *range(2, len(shape) - 1))
-            return xp.reshape(xp.transpose(v, order), (n, m, *out_spatial))
-
-        return self.move(back, prod)
+        cols = self.move(lambda v: convolution.columns(xp, v, kernel, geo), x)  # N, G, K, O
+        prod = self.matmul(self.move(lambda v: convolution.filters(xp, v, groups), w), cols)  # N, G, Mg, O
+        return self.move(lambda v: xp.reshape(v, shape), prod)
 
     def windows(
         self,
@@ -423,28 +528,9 @@ class Arith:
     ) -> Any:
         """The (N, C, *kernel, *out) windows of ``x`` (N, C, *spatial) a pooling reduces: exact data
         movement, padded with ``fill`` (-inf for a max pool, 0 for a sum)."""
-        return self.move(lambda v: _patches(self.xp, v, kernel, strides, pads, dilations, fill), x)
+        from hwbench.evaluator.convolution import patches
 
-    def _native_conv(
-        self, strides: Sequence[int], pads: Sequence[tuple[int, int]], dilations: Sequence[int], groups: int
-    ) -> Callable[[Any, Any], Any] | None:
-        """XLA's convolution with these settings at full precision (JAX backend only)."""
-        if self.backend != "jax":
-            return None
-        from jax import lax
-
-        def conv(x: Any, w: Any) -> Any:
-            return lax.conv_general_dilated(
-                x,
-                w,
-                tuple(strides),
-                [(int(p[0]), int(p[1])) for p in pads],
-                rhs_dilation=tuple(dilations),
-                feature_group_count=groups,
-                precision=lax.Precision.HIGHEST,
-            )
-
-        return conv
+        return self.move(lambda v: patches(self.xp, v, kernel, strides, pads, dilations, fill), x)
 
     # --- what it is -----------------------------------------------------------------------------
     def describe(self) -> dict[str, str]:
@@ -457,7 +543,15 @@ class Arith:
                 "elementwise": f"native {self.dtype.name}",
             }
         method = getattr(self.ops, "matmul_method", None) or "operand-rounding approximation"
-        order = "pairwise tree, every partial sum rounded (assumed)" if self._tree_sums else "native order"
+        if getattr(self.ops, "amax_scaling", None) is not None:
+            method += (
+                ", each operand scaled per tensor by fp8_max / amax before its cast and the product unscaled "
+                "(Transformer Engine's current scaling, cuBLASLt's scale factors)"
+            )
+        if self._tree_sums:
+            order = "pairwise tree, every partial sum rounded (assumed: the device's order is not published)"
+        else:
+            order = f"the engine's order ({self.backend}), additions as the profile's ADD (assumed: not published)"
         return {
             "arithmetic": self.label,
             "matmul": str(method),
@@ -475,6 +569,23 @@ class Arith:
 
     def _dtype_of(self, x: Any) -> Any:
         return getattr(self.lower(x), "dtype", self.dtype)
+
+
+def amax_scaled(x: np.ndarray, top: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(x * scale, 1 / scale)`` for the per-tensor scaling of an fp8 GEMM operand, in ``x``'s type
+    (fp32 on the devices): ``scale = top / amax(x)`` rounded to that type, as Transformer Engine's
+    ``compute_scale_from_amax`` computes it (1 where amax is 0 or not finite, the type's largest
+    value where the quotient overflows); the cast to fp8 that follows is the matrix unit's."""
+    t = x.dtype.type
+    amax = t(np.max(np.abs(x))) if x.size else t(0)
+    if amax == 0 or not np.isfinite(amax):
+        scale = t(1)
+    else:
+        with np.errstate(over="ignore"):
+            scale = t(top) / amax
+        if np.isinf(scale):
+            scale = t(np.finfo(x.dtype).max)
+    return x * scale, np.asarray(t(1) / scale)
 
 
 def _is_emu(x: Any) -> bool:
@@ -505,40 +616,3 @@ def _take(xp: Any, v: Any, start: int, stop: int, axis: int) -> Any:
     index = [slice(None)] * v.ndim
     index[axis] = slice(start, stop)
     return v[tuple(index)]
-
-
-def _patches(
-    xp: Any,
-    x: Any,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[tuple[int, int]],
-    dilations: Sequence[int],
-    fill: float = 0.0,
-) -> Any:
-    """(N, C, *kernel, *out) patches of ``x`` (N, C, *spatial): padding with ``fill``, strided slices."""
-    d = len(kernel)
-    x = xp.pad(x, ((0, 0), (0, 0), *pads), constant_values=fill)
-    spatial = x.shape[2:]
-    out = [(spatial[i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(d)]
-    if any(o <= 0 for o in out):
-        raise UsageError(f"convolution kernel {tuple(kernel)} does not fit input {tuple(spatial)} with its padding")
-    slabs = []
-    for offset in np.ndindex(*kernel):
-        index = [slice(None), slice(None)]
-        for i in range(d):
-            start = offset[i] * dilations[i]
-            index.append(slice(start, start + strides[i] * (out[i] - 1) + 1, strides[i]))
-        slabs.append(x[tuple(index)])
-    stacked = xp.stack(slabs, axis=2)  # N, C, prod(kernel), *out
-    return xp.reshape(stacked, (*x.shape[:2], *kernel, *out))
-
-
-def _group_columns(xp: Any, p: Any, groups: int, k: int) -> Any:
-    """Patches (N, C, *kernel, *out) as per-group matrices (groups, N * prod(out), K)."""
-    n = p.shape[0]
-    d = (p.ndim - 2) // 2
-    out = p.shape[2 + d :]
-    v = xp.reshape(p, (n, groups, k, math.prod(out)))
-    v = xp.transpose(v, (1, 0, 3, 2))  # groups, N, O, K
-    return xp.reshape(v, (groups, n * math.prod(out), k))

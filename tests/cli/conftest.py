@@ -25,6 +25,7 @@ import pytest
 
 from hwbench.core import plugins as host
 from hwbench.core.kernel import WORKLOAD_FORMAT, Workload
+from hwbench.testing.bad_models import write_bad_models
 
 HWBENCH_ENV = ("HWBENCH_LOAD_PLUGINS", "HWBENCH_DISABLE_PLUGINS", "HWBENCH_STRICT_PLUGINS", "HWBENCH_DEBUG")
 
@@ -139,6 +140,9 @@ def arena(tmp_path_factory: pytest.TempPathFactory, registry: host.Registry) -> 
     (folder / "existing.json").write_text('{"an": "earlier result that must survive"}\n')
     (folder / "locked").mkdir()
     _stores(folder)
+    # --- ONNX models (the evaluator's loader): hostile files under models/, a secret beside them
+    write_bad_models(folder / "models")
+    # --- end of ONNX models
     lock = os.open(folder / "locked" / ".hwbench.lock", os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # "another hwbench" writing this folder
     try:

@@ -497,6 +497,40 @@ CASES: list[Case] = [
 ]
 
 
+# ------------------------------------------------------------------------------ ONNX models
+# Hostile model files (hwbench.testing.bad_models, written into the arena's models/ folder): each
+# must be refused with exit 2 and one line, before any work, its secret never printed. They run
+# through every command that takes --model once the CLI has the option.
+def _model_option() -> bool:
+    from hwbench.cli.main import cli
+
+    return any("--model" in p.opts for p in cli.commands["run"].params)
+
+
+def _model_cases() -> list[Case]:
+    from hwbench.testing.bad_models import CASES as MODELS
+
+    commands = (["run", "--device", "cpu"], ["audit", "--device", "cpu"])
+    return [
+        Case(f"{cmd[0]}-model-{m.id}", [*cmd, "--model", m.file], 2, m.fragment) for cmd in commands for m in MODELS
+    ]
+
+
+MODEL_CASES = _model_cases()
+
+
+@pytest.mark.skipif(not _model_option(), reason="this build's CLI has no --model option")
+@pytest.mark.parametrize("case", MODEL_CASES, ids=[c.id for c in MODEL_CASES])
+def test_bad_model(case: Case, in_arena, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwbench.testing.bad_models import SECRET
+
+    test_bad_invocation(case, in_arena, monkeypatch)
+    assert SECRET not in run_cli(case.argv).stderr
+
+
+# ------------------------------------------------------------------------------ end of ONNX models
+
+
 def _broken_builtin(monkeypatch: pytest.MonkeyPatch) -> None:
     """A built-in plugin whose module cannot be imported (what a missing vendor SDK looks like)."""
     monkeypatch.setitem(host.BUILTIN_PLUGINS, "builtin-broken", "hwbench.plugins.devices._no_such_module")

@@ -70,6 +70,21 @@ DEFAULT_COMPILER_OPTIONS: dict[str, Any] = {
     "xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED",
 }
 
+
+def compile_lowered(lowered: Any) -> tuple[Any, dict[str, Any]]:
+    """A lowered JAX program compiled with :data:`DEFAULT_COMPILER_OPTIONS`, dropping any this
+    XLA build does not know; returns (executable, options used)."""
+    options = dict(DEFAULT_COMPILER_OPTIONS)
+    while True:
+        try:
+            return lowered.compile(options or None), options
+        except Exception as exc:  # an XLA build without one of these options: drop it, retry
+            unknown = [key for key in options if key in str(exc)]
+            if not unknown:
+                raise
+            options = {k: v for k, v in options.items() if k not in unknown}
+
+
 SMALL_LOOP_ENV = "HWBENCH_XLA_SMALL_LOOP_BYTES"
 DEFAULT_SMALL_LOOP_BYTES = 1 << 30
 SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
@@ -574,15 +589,7 @@ class JaxExecutor(Executor):
         does not know); returns (executable, options used)."""
         if self.tuning.compiler_options is not None:
             return lowered.compile(dict(self.tuning.compiler_options) or None), dict(self.tuning.compiler_options)
-        options = dict(DEFAULT_COMPILER_OPTIONS)
-        while True:
-            try:
-                return lowered.compile(options or None), options
-            except Exception as exc:  # an XLA build without one of these options: drop it, retry
-                unknown = [key for key in options if key in str(exc)]
-                if not unknown:
-                    raise
-                options = {k: v for k, v in options.items() if k not in unknown}
+        return compile_lowered(lowered)
 
     def _program_key(self, finite_state: bool) -> tuple[str, dict[str, Any]] | None:
         """The program cache's key of this build's program (None: the ops cannot say what they

@@ -38,7 +38,8 @@ def op(*names: str) -> Callable[[OpFn], OpFn]:
 
 
 def supported() -> list[str]:
-    """Every ONNX op the evaluator implements."""
+    """Every ONNX op the evaluator implements once :mod:`hwbench.evaluator.onnx.ops` is imported
+    (docs/models.md lists them with their arithmetic)."""
     return sorted(_TABLE)
 
 

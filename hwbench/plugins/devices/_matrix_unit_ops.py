@@ -77,10 +77,20 @@ class MatrixUnitOps:
     host_matmul = True
     bilinear = None
 
-    def __init__(self, inner: Any, unit: MatrixUnit, rounding: RoundingMode = RoundingMode.NEAREST_EVEN) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        unit: MatrixUnit,
+        rounding: RoundingMode = RoundingMode.NEAREST_EVEN,
+        amax_scaling: bool = False,
+    ) -> None:
         self._inner = inner
         self.unit = unit
         self.rounding = rounding
+        #: the input format's largest value where a caller scales each operand by it over the
+        #: operand's amax (the fp8 modes' per-tensor scaling, applied by the op-level evaluator's
+        #: Arith.matmul over whole tensors); None: operands are cast as they are
+        self.amax_scaling: float | None = unit.model.input_float.max_value if amax_scaling else None
 
     def __getattr__(self, name: str) -> Any:
         if name == "_inner":
@@ -142,6 +152,7 @@ class MatrixUnitWrapper:
         self.unit = unit
         rule = profile.ops.get(OpClass.MATMUL_INPUT)
         self.rounding = RoundingMode.NEAREST_EVEN if rule is None else rule.rounding
+        self.amax_scaling = profile.parameters.get("matrix_scaling") == "per-tensor-amax"
 
     def __call__(self, raw: Any) -> MatrixUnitOps:
-        return MatrixUnitOps(self.inner(raw), self.unit, self.rounding)
+        return MatrixUnitOps(self.inner(raw), self.unit, self.rounding, self.amax_scaling)

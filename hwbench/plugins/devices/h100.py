@@ -54,6 +54,17 @@ MODES: dict[str, tuple[str, str]] = {
     "fp8-e4m3": ("fp8-e4m3", "fp8-e4m3fn"),
     "fp8-e5m2": ("fp8-e5m2", "fp8-e5m2"),
 }
+FP8_SCALING = (
+    "Transformer Engine's per-tensor current scaling (docs 'FP8 Current Scaling'; "
+    "transformer_engine/common/recipe/recipe_common.cuh compute_scale_from_amax: scale = fp8_max / amax rounded to "
+    "fp32, 1 when amax is 0 or not finite, FLT_MAX when the quotient overflows; scale_inv = 1 / scale), the cast "
+    "x * scale to fp8 rounding to nearest even and saturating (CUDA Math API __nv_fp8_e4m3 / __nv_fp8_e5m2: "
+    "__NV_SATFINITE), and cuBLASLt's FP8 GEMM applying the A and B scale factors to the fp32 accumulator "
+    "(cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_A_SCALE_POINTER / B_SCALE_POINTER); TensorRT's explicit "
+    "FP8 quantization divides by amax / fp8_max, the same factor up to its rounding"
+)
+"""Where the fp8 modes' per-tensor amax scaling comes from (``matrix_scaling``)."""
+
 #: every mode's elementwise arithmetic is CUDA fp32 through XLA, as on the a100 (same knobs, same sources)
 KNOBS: dict[str, dict[str, Any]] = {mode: CUDA_FP32_KNOBS for mode in MODES}
 
@@ -83,13 +94,21 @@ def build_profile(mode: str, values: dict[str, Any]) -> NumericsProfile:
         XLA_CPU_NOTE,
         *unit_notes("h100", unit_fmt),
     ]
+    parameters = {**values, **unit_parameters("h100", unit_fmt)}
+    if unit_fmt.startswith("fp8"):
+        parameters["matrix_scaling"] = "per-tensor-amax"
+        notes.append(
+            "Parameter matrix_scaling = 'per-tensor-amax', documented: where the op-level evaluator runs a model, "
+            "each operand of a matrix product is scaled by fp8_max / amax(operand) before its cast to fp8 and the "
+            "product unscaled after. Source: " + FP8_SCALING
+        )
     return NumericsProfile(
         name=f"h100-{mode}",
         device="h100",
         mode=mode,
         description=f"H100 tensor cores, {unit_fmt} operands, fp32 block-FMA accumulation; CUDA fp32 elementwise",
         ops=ops,
-        parameters={**values, **unit_parameters("h100", unit_fmt)},
+        parameters=parameters,
         notes=notes,
     )
 

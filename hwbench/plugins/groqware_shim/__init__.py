@@ -9,8 +9,9 @@ installed, this package provides the same surface, so the plugin's code path is 
 * :mod:`.compiler` — ``compile(onnx_path, out_dir, **flags)``: constant folding, gather/scatter
   lowered to one-hot matrix products (a real ONNX graph rewrite, :mod:`.lowering`), the chip's
   capacity limits (:mod:`.capacity`), and the program file (:mod:`.program`);
-* :mod:`.runner.tsp` — ``create_tsp_runner(iop_path)``: the lowered graph interpreted op by op
-  through the emulating ops of the program's numerics profile (:mod:`.interpreter`).
+* :mod:`.runner.tsp` — ``create_tsp_runner(iop_path)``: the lowered graph evaluated op by op by
+  hwbench's op-level evaluator, with the emulating ops of the program's numerics profile
+  (:mod:`.execution`).
 
 Nothing here imports ONNX, JAX or TensorFlow at import time.
 """

@@ -1,5 +1,11 @@
-"""Reductions and the normalisations built on them: ReduceSum / Mean / Max / Min, Softmax,
-LayerNormalization. Sums use the device's adder order (:meth:`Arith.sum`)."""
+"""Reductions and the ops built on them: the Reduce family, ArgMax / ArgMin, Softmax, LogSoftmax,
+Hardmax. Sums use the device's adder order (:meth:`Arith.sum`); max and min are exact selections.
+
+Compositions: ``ReduceL1 = sum |x|``, ``ReduceL2 = sqrt(sum x*x)``, ``ReduceSumSquare = sum x*x``,
+``ReduceLogSum = log(sum x)``, ``ReduceLogSumExp = m + log(sum exp(x - m))`` with ``m = max x``
+(ONNX Runtime's CPU kernel shifts by the max; the schema's ``log(sum(exp x))`` overflows),
+``ReduceMean = sum / n``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,11 @@ import numpy as np
 from hwbench.evaluator.onnx.op_table import op
 
 if TYPE_CHECKING:
+    from hwbench.evaluator.arith import Arith
     from hwbench.evaluator.onnx.call import Call
+
+_FAMILY: tuple[str, ...] = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1")
+_FAMILY += ("ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
 
 
 def reduce_axes(c: Call, ndim: int) -> list[int] | None:
@@ -26,69 +36,120 @@ def reduce_axes(c: Call, ndim: int) -> list[int] | None:
     return sorted({a % ndim for a in axes}) if ndim else []
 
 
-@op("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+@op(*_FAMILY)
 def reduce(c: Call) -> list[Any]:
     x = c.arg(0)
-    ndim = c.raw(0).ndim
-    axes = reduce_axes(c, ndim)
+    ar = c.arith
+    axes = reduce_axes(c, c.raw(0).ndim)
     if axes is None:
         return [x]
     keep = bool(c.attrs.get("keepdims", 1))
-    ar = c.arith
-    if c.op == "ReduceMax":
-        return [ar.reduce_max(x, axes, keep)]
-    if c.op == "ReduceMin":
-        return [ar.reduce_min(x, axes, keep)]
-    total = ar.sum(x, axes, keep)
-    if c.op == "ReduceSum":
-        return [total]
-    count = math.prod(c.raw(0).shape[a] for a in axes)
-    return [ar.binary("div", total, float(count))]
+    kind = c.op[len("Reduce") :]
+    if kind in ("Max", "Min"):
+        if any(c.raw(0).shape[a] == 0 for a in axes):  # the identity of an empty reduction
+            return [_empty_extreme(c, axes, keep, kind == "Max")]
+        fn = ar.reduce_max if kind == "Max" else ar.reduce_min
+        return [fn(x, axes, keep)]
+    if kind == "Prod":
+        return [ar.prod(x, axes, keep)]
+    if kind == "LogSumExp":
+        return [_log_sum_exp(ar, x, axes, keep)]
+    if kind in ("L2", "SumSquare"):
+        x = ar.binary("mul", x, x)
+    elif kind == "L1":
+        x = ar.absolute(x)
+    total = ar.sum(x, axes, keep, once=False)
+    if kind == "Mean":
+        count = math.prod(c.raw(0).shape[a] for a in axes)
+        return [ar.binary("div", total, float(count))]
+    if kind == "L2":
+        return [ar.function("sqrt", total)]
+    if kind == "LogSum":
+        return [ar.function("log", total)]
+    return [total]
 
 
-@op("Softmax")
-def softmax(c: Call) -> list[Any]:
-    """exp(x - max) / sum(exp(x - max)) along the axis (opsets < 13: over the 2-D coercion at
-    ``axis``, default 1; since 13: along ``axis``, default -1). The max is exact; the subtraction,
-    the exps, the sum and the division are the device's."""
-    ar, xp = c.arith, c.xp
-    x = c.arg(0)
-    shape = c.raw(0).shape
-    ndim = len(shape)
-    if c.opset < 13:
-        axis = int(c.attrs.get("axis", 1)) % max(ndim, 1)
-        flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
-        x = ar.move(lambda v: xp.reshape(v, flat), x)
-        red = 1
+def _empty_extreme(c: Call, axes: list[int], keep: bool, largest: bool) -> np.ndarray:
+    dtype = c.raw(0).dtype
+    shape = [1 if i in axes else n for i, n in enumerate(c.raw(0).shape)]
+    if not keep:
+        shape = [n for i, n in enumerate(shape) if i not in axes]
+    if dtype.kind == "f":
+        fill: Any = -np.inf if largest else np.inf
+    elif dtype.kind == "b":
+        fill = not largest
     else:
-        red = int(c.attrs.get("axis", -1)) % ndim
-    peak = ar.reduce_max(x, [red], True)
-    e = ar.function("exp", ar.binary("sub", x, peak))
-    out = ar.binary("div", e, ar.sum(e, [red], True))
-    if c.opset < 13:
-        out = ar.move(lambda v: xp.reshape(v, shape), out)
+        fill = np.iinfo(dtype).min if largest else np.iinfo(dtype).max
+    return np.full(shape, fill, dtype=dtype)
+
+
+def _log_sum_exp(ar: Arith, x: Any, axes: list[int], keep: bool) -> Any:
+    peak = ar.reduce_max(x, axes, True)
+    finite = ar.where(ar.xp.isfinite(ar.lower(peak)), peak, np.zeros((), ar.lower(peak).dtype))
+    total = ar.sum(ar.function("exp", ar.binary("sub", x, finite)), axes, True, once=False)
+    out = ar.binary("add", finite, ar.function("log", total))
+    return out if keep else ar.move(lambda v: ar.xp.squeeze(v, axis=tuple(axes)), out)
+
+
+@op("ArgMax", "ArgMin")
+def arg_extreme(c: Call) -> list[Any]:
+    """The index of the first (or, with ``select_last_index``, the last) extreme element: exact."""
+    xp = c.xp
+    x = c.raw(0)
+    axis = int(c.attrs.get("axis", 0)) % max(x.ndim, 1)
+    fn = xp.argmax if c.op == "ArgMax" else xp.argmin
+    if c.attrs.get("select_last_index", 0):
+        n = x.shape[axis]
+        out = n - 1 - fn(xp.flip(x, axis=axis), axis=axis)
+    else:
+        out = fn(x, axis=axis)
+    out = out.astype(np.int64)
+    return [xp.expand_dims(out, axis) if c.attrs.get("keepdims", 1) else out]
+
+
+def _softmax_axis(c: Call) -> tuple[Any, int, tuple[int, ...] | None]:
+    """(the input, the axis to normalise, the shape to restore): before opset 13 the input is
+    coerced to 2-D at ``axis`` (default 1) and normalised along the second dimension."""
+    x = c.arg(0)
+    shape = tuple(c.raw(0).shape)
+    ndim = len(shape)
+    if c.opset >= 13:
+        return x, int(c.attrs.get("axis", -1)) % max(ndim, 1), None
+    axis = int(c.attrs.get("axis", 1)) % max(ndim, 1)
+    flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
+    return c.arith.move(lambda v: c.xp.reshape(v, flat), x), 1, shape
+
+
+@op("Softmax", "LogSoftmax")
+def softmax(c: Call) -> list[Any]:
+    """``exp(x - max) / sum(exp(x - max))``; LogSoftmax ``(x - max) - log(sum(exp(x - max)))``
+    (ONNX Runtime's CPU kernels). The max is exact; the subtraction, exps, sum, log and division are
+    the device's."""
+    ar = c.arith
+    x, red, restore = _softmax_axis(c)
+    shifted = ar.binary("sub", x, ar.reduce_max(x, [red], True))
+    e = ar.function("exp", shifted)
+    total = ar.sum(e, [red], True, once=False)
+    if c.op == "Softmax":
+        out = ar.binary("div", e, total)
+    else:
+        out = ar.binary("sub", shifted, ar.function("log", total))
+    if restore is not None:
+        out = ar.move(lambda v: c.xp.reshape(v, restore), out)
     return [out]
 
 
-@op("LayerNormalization")
-def layer_norm(c: Call) -> list[Any]:
-    """(x - mean) / sqrt(var + eps) * scale + bias over the axes from ``axis`` on: the mean and the
-    variance are the device's sums and divisions, the root a sqrt and a division (an rsqrt is
-    assumed to be a sqrt then a reciprocal division where the device has no rsqrt of its own)."""
-    ar = c.arith
-    x = c.arg(0)
-    ndim = c.raw(0).ndim
-    axis = int(c.attrs.get("axis", -1)) % ndim
-    axes = list(range(axis, ndim))
-    count = float(math.prod(c.raw(0).shape[axis:]))
-    mean = ar.binary("div", ar.sum(x, axes, True), count)
-    centred = ar.binary("sub", x, mean)
-    var = ar.binary("div", ar.sum(ar.binary("mul", centred, centred), axes, True), count)
-    eps = float(c.attrs.get("epsilon", 1e-5))
-    inv = ar.reciprocal(ar.function("sqrt", ar.binary("add", var, np.asarray(eps, c.raw(0).dtype))))
-    out = ar.binary("mul", centred, inv)
-    if c.arg(1) is not None:
-        out = ar.binary("mul", out, c.arg(1))
-    if c.arg(2) is not None:
-        out = ar.binary("add", out, c.arg(2))
-    return [out, mean, inv][: len([o for o in c.node.output])]
+@op("Hardmax")
+def hardmax(c: Call) -> list[Any]:
+    """1 at the first maximum along the axis, 0 elsewhere: exact."""
+    ar, xp = c.arith, c.xp
+    x, red, restore = _softmax_axis(c)
+    raw = ar.lower(x)
+    first = xp.argmax(raw, axis=red)
+    hot = xp.expand_dims(first, red) == xp.expand_dims(
+        xp.arange(raw.shape[red]), tuple(i for i in range(raw.ndim) if i != red)
+    )
+    out = ar.lift(hot.astype(raw.dtype))
+    if restore is not None:
+        out = ar.move(lambda v: xp.reshape(v, restore), out)
+    return [out]

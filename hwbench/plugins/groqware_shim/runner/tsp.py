@@ -3,8 +3,8 @@
 Same surface as the SDK module: ``create_tsp_runner(iop_path)`` returns a callable that takes
 the program's inputs as named numpy arrays (names matched case-insensitively, as the study's
 runners relied on) and returns a dict of named numpy outputs. Behind it, the program's lowered
-ONNX graph is interpreted with the numerics profile the compiler embedded
-(:mod:`hwbench.plugins.groqware_shim.interpreter`).
+ONNX graph is evaluated by hwbench's op-level evaluator with the numerics profile the compiler
+embedded (:mod:`hwbench.plugins.groqware_shim.execution`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from hwbench.core.errors import UsageError
-from hwbench.plugins.groqware_shim.interpreter import BACKENDS, GraphInterpreter
+from hwbench.plugins.groqware_shim.execution import BACKENDS, ProgramFunction
 from hwbench.plugins.groqware_shim.program import Program, read_iop
 
 BACKEND_ENV = "HWBENCH_GROQSHIM_BACKEND"
-"""Environment variable choosing the interpreter backend: ``numpy`` (default) or ``jax``.
+"""Environment variable choosing the runner's backend: ``numpy`` (default) or ``jax``.
 
 numpy interprets node by node and starts at once; jax compiles the whole fused graph into one
 XLA program, which pays off only for small graphs (XLA needs many minutes for a 40-step io-ehh
@@ -37,19 +37,18 @@ class TspRunner:
         self.program = program
         self.backend = backend
         self.profile = NumericsProfile.model_validate(program.numerics) if program.numerics else None
-        self.interpreter = GraphInterpreter(program.model, self.profile, backend=backend)
-        self._fn = self.interpreter.compile()
-        self._names = {name.lower(): name for name in self.interpreter.inputs}
+        self.function = ProgramFunction(program.model, self.profile, backend=backend)
+        self._names = {name.lower(): name for name in self.function.inputs}
         self.calls = 0
         self.first_call_s: float | None = None  # includes the jit compile on the jax backend
 
     @property
     def input_names(self) -> list[str]:
-        return list(self.interpreter.inputs)
+        return list(self.function.inputs)
 
     @property
     def output_names(self) -> list[str]:
-        return list(self.interpreter.outputs)
+        return list(self.function.outputs)
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
         feeds = {}
@@ -57,12 +56,11 @@ class TspRunner:
             name = self._names.get(key.lower())
             if name is None:
                 raise UsageError(
-                    f"program '{self.program.name}' has no input '{key}'; it takes: "
-                    f"{', '.join(self.interpreter.inputs)}"
+                    f"program '{self.program.name}' has no input '{key}'; it takes: {', '.join(self.function.inputs)}"
                 )
             feeds[name] = value
         start = time.perf_counter()
-        out = self._fn(feeds)
+        out = self.function(feeds)
         if self.first_call_s is None:
             self.first_call_s = time.perf_counter() - start
         self.calls += 1
