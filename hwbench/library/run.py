@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from hwbench.core.kernel import Kernel, Workload
     from hwbench.core.results import RunResult, Timing
     from hwbench.core.runner import Prepared
+    from hwbench.library.model import Inputs, Shapes
 
 Notify = Callable[[str], None]
 
@@ -34,9 +35,10 @@ class Run:
     """
 
     result: RunResult
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)  # a model's outputs, by output name
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("report", "result", "data"):  # not set yet (copy, unpickle)
+        if name.startswith("__") or name in ("report", "result", "data", "outputs"):  # not set yet (copy, unpickle)
             raise AttributeError(name)
         return getattr(self.result, name)
 
@@ -88,13 +90,26 @@ def run(
     energy_model: bool = False,
     store: str | bool = False,
     notify: Notify | None = None,
+    model: str | Path | None = None,
+    inputs: Inputs = None,
+    outputs: str | Path | None = None,
+    shapes: Shapes = None,
+    input_range: tuple[float, float] | None = None,
+    max_memory: int | str | None = None,
 ) -> Run:
     """Run ``kernel`` on ``device`` once (``repeats`` timed runs, minimum reported) for ``ms`` ms.
 
     ``workload``: a saved workload (.npz path or object) instead of ``cells``/``connected``/``seed``;
     ``out`` writes the result JSON, ``save_workload`` the workload, both or neither; ``store`` records
     the result (``True``: the default store, or a URL); ``notify`` receives one-line progress notes.
+
+    ``model``: a user's ONNX file, run once on ``device`` (``"h100:fp8-e4m3"`` or ``mode=``) with
+    ``inputs`` (an ``.npz`` path or arrays by input name; default generated from the graph's shapes:
+    ``shapes``, ``input_range``, ``seed``); ``outputs`` writes its outputs as ``.npz`` by output
+    name, and ``Run.outputs`` holds them (docs/models.md).
     """
+    if model is not None:
+        return _run_model(locals())
     from hwbench.core.energy import EnergyMeter
     from hwbench.core.kernel import Workload
     from hwbench.core.plugins import get_registry
@@ -128,6 +143,22 @@ def run(
     _write_outputs(prep, result, out, save_workload, say)
     record_if(store, result)
     return Run(result)
+
+
+def _run_model(args: dict[str, Any]) -> Run:
+    """``run(model=...)``: the ``onnx`` kernel fed the file (hwbench.library.model)."""
+    from hwbench.library.model import model_options, run_model
+    from hwbench.plugins import MODEL_KERNEL
+
+    if args["kernel"] not in (DEFAULT_KERNEL, MODEL_KERNEL) or args["workload"] is not None:
+        raise UsageError("a model run takes its model file and inputs, not a kernel or a workload")
+    name, _, spec_mode = str(args["device"]).partition(":")
+    options = model_options(args["model"], inputs=args["inputs"], shapes=args["shapes"],
+                            input_range=args["input_range"], max_memory=args["max_memory"])  # fmt: skip
+    result, arrays = run_model(name, spec_mode or args["mode"], options, seed=args["seed"], repeats=args["repeats"],
+                               outputs=args["outputs"], out=args["out"])  # fmt: skip
+    record_if(args["store"], result)
+    return Run(result, arrays)
 
 
 def _preflight(

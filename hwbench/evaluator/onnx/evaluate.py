@@ -48,15 +48,21 @@ def fold(graph: OnnxGraph, constants: Mapping[str, np.ndarray], host: Arith) -> 
     """The constants plus every node output computable from constants alone, computed on the host
     (a compiler's constant folding): what the chip program then reads as constants."""
     env = dict(constants)
-    for index, (node, info) in enumerate(zip(graph.nodes, graph.infos)):
-        if not all(not i or i in env for i in node.input):
-            continue
-        args = [env[i] if i else None for i in node.input]
-        call = Call(node, info.name, graph.attrs[index], args, [False] * len(args), host, graph.opset_of(node), host)
-        for out_name, value in zip(node.output, _run_node(graph, index, call, None)):
-            if out_name:
-                env[out_name] = np.asarray(host.lower(value))
+    for index, node in enumerate(graph.nodes):
+        if all(not i or i in env for i in node.input):
+            _fold_node(graph, index, env, host)
     return env
+
+
+def _fold_node(graph: OnnxGraph, index: int, env: dict[str, Any], host: Arith) -> None:
+    """Node ``index`` computed on the host from ``env`` (constants, and shapes of run-time tensors,
+    which are static), its outputs written to ``env`` as host arrays."""
+    node, info = graph.nodes[index], graph.infos[index]
+    args = [env[i] if i else None for i in node.input]
+    call = Call(node, info.name, graph.attrs[index], args, [False] * len(args), host, graph.opset_of(node), host)
+    for out_name, value in zip(node.output, _run_node(graph, index, call, None)):
+        if out_name:
+            env[out_name] = np.asarray(host.lower(value))
 
 
 def evaluate(
@@ -88,6 +94,8 @@ def evaluate(
     for index, (node, info) in enumerate(zip(graph.nodes, graph.infos)):
         flags = [bool(i) and i in dynamic for i in node.input]
         if not any(flags):
+            if any(o and o not in env for o in node.output):  # reads a static shape: folded at compile time
+                _fold_node(graph, index, env, host or arith)
             continue  # folded
         chip = overrides.get(info.name, arith)
         args = [(chip.lift(chip.lower(env[i])) if f else env[i]) if i else None for i, f in zip(node.input, flags)]

@@ -107,3 +107,16 @@ def logical(c: Call) -> list[Any]:
 @op("Where")
 def where(c: Call) -> list[Any]:
     return [c.arith.where(c.raw(0), c.arg(1), c.arg(2))]
+
+
+@op("Mod")
+def modulo(c: Call) -> list[Any]:
+    """Integers: the remainder with the divisor's sign (``fmod=0``, Python's ``%``) or the
+    dividend's (``fmod=1``, C's ``fmod``). Floats (``fmod=1`` only): C's ``fmod``, which IEEE
+    arithmetic computes exactly, so it is a move of the value rather than a rounded operation."""
+    a, b = c.raw(0), c.raw(1)
+    if np.dtype(a.dtype).kind in "iu" and not c.attrs.get("fmod", 0):
+        return [c.xp.mod(a, b)]
+    if np.dtype(a.dtype).kind in "iu":
+        return [c.xp.fmod(a, b)]
+    return [c.arith.move(c.xp.fmod, c.arg(0), c.arg(1))]
