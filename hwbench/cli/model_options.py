@@ -92,11 +92,17 @@ def model_inputs(command: Callable[..., Any]) -> Callable[..., Any]:
     ])  # fmt: skip
 
 
-def model_criteria(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--rtol``, ``--atol``, ``--labels``, ``--precision-map``, ``--keep-wider``, ``--wider``."""
+def model_tolerances(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--rtol``, ``--atol``: what a model's outputs must meet."""
     return _apply(command, [
         click.option("--rtol", type=TOLERANCE, default=None, help="Model outputs: relative tolerance of the verdict."),
         click.option("--atol", type=TOLERANCE, default=None, help="Model outputs: absolute tolerance of the verdict."),
+    ])  # fmt: skip
+
+
+def model_criteria(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The tolerances, ``--labels``, ``--precision-map``, ``--keep-wider``, ``--wider``."""
+    return _apply(model_tolerances(command), [
         click.option("--labels", type=validate.InFile(), default=None,
                      help="A classifier's labels (.npy of class indices, one per row): adds accuracy."),
         click.option("--precision-map", is_flag=True,

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hwbench.accuracy.verdict import Verdict
 from hwbench.cli import validate
+from hwbench.cli.model_options import model_inputs, model_settings, model_tolerances, refuse_without_model
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import store_options
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
@@ -88,6 +89,8 @@ def _check_id(sweep_id: str) -> str:
     "--no-cache", is_flag=True, help="The audits neither read nor write the baseline cache (every base run computed)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep result as JSON only on stdout.")
+@model_inputs
+@model_tolerances
 @store_options
 def sweep(
     spec_path: str | None,
@@ -107,6 +110,8 @@ def sweep(
     dir_option: str | None,
     no_cache: bool,
     as_json: bool,
+    model: str | None,
+    **model_params: object,
 ) -> int:
     """Run many audits on Dask and answer which precision each op class needs.
 
@@ -116,6 +121,7 @@ def sweep(
     """
     from hwbench.cli.sweep_io import open_sweep
 
+    refuse_without_model(click.get_current_context())
     axes = {
         "kernel": kernel,
         "devices": devices,
@@ -126,6 +132,7 @@ def sweep(
         "rounding": rounding,
         "seeds": seeds,
         "dts": dts,
+        "model": model,
     }
     if scheduler and workers is not None:
         raise UsageError("--workers applies to the local cluster only; an existing cluster has its own workers")
@@ -137,7 +144,8 @@ def sweep(
             raise UsageError("--resume takes the sweep's saved spec: give no --spec, axes or --id with it")
         plan = open_sweep(root, _check_id(resume_id), resume=True)
     else:
-        plan = open_sweep(root, _check_id(sweep_id or _new_id()), spec_path=spec_path, axes=axes)
+        given = {**axes, "model_settings": model_settings(model_params)}
+        plan = open_sweep(root, _check_id(sweep_id or _new_id()), spec_path=spec_path, axes=given)
     plan.baseline_cache = not no_cache
     stderr.print(f"sweep {plan.sweep_id}: {len(plan.cells)} cells -> {plan.folder}", highlight=False)
     result = _run_with_progress(plan, scheduler, workers, transient=as_json)

@@ -92,11 +92,8 @@ def audit(
     and the PNG plots there; ``store`` records the report (``True``: the default store, or a URL).
     Wrong names and options raise :class:`hwbench.core.errors.UsageError` before any work.
 
-    ``model``: a user's ONNX file, audited node by node on every device (the ``onnx`` kernel and its
-    ``onnx-model`` protocol) with ``inputs`` (an ``.npz`` path or arrays by input name; default
-    generated from the graph) and the keywords of :func:`hwbench.library.model.model_options`
-    (``shapes``, ``input_range``, ``rtol``, ``atol``, ``labels``, ``precision_map``, ``keep_wider``,
-    ``wider``, ``max_memory``, ``backend``); docs/models.md.
+    ``model``: a user's ONNX file audited node by node with ``inputs`` (``.npz`` or arrays; default
+    generated) and :func:`hwbench.library.model.model_options`'s keywords (docs/models.md).
     """
     from hwbench.accuracy.audit import AuditSettings
     from hwbench.core.plugins import get_registry

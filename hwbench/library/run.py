@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from hwbench.core.kernel import Kernel, Workload
     from hwbench.core.results import RunResult, Timing
     from hwbench.core.runner import Prepared
-    from hwbench.library.model import Inputs, Shapes
 
 Notify = Callable[[str], None]
 
@@ -91,35 +90,21 @@ def run(
     store: str | bool = False,
     notify: Notify | None = None,
     model: str | Path | None = None,
-    inputs: Inputs = None,
-    outputs: str | Path | None = None,
-    shapes: Shapes = None,
-    input_range: tuple[float, float] | None = None,
-    max_memory: int | str | None = None,
+    **model_settings: Any,
 ) -> Run:
     """Run ``kernel`` on ``device`` once (``repeats`` timed runs, minimum reported) for ``ms`` ms.
 
     ``workload``: a saved workload (.npz path or object) instead of ``cells``/``connected``/``seed``;
     ``out`` writes the result JSON, ``save_workload`` the workload, both or neither; ``store`` records
     the result (``True``: the default store, or a URL); ``notify`` receives one-line progress notes.
-
-    ``model``: a user's ONNX file, run once on ``device`` (``"h100:fp8-e4m3"`` or ``mode=``) with
-    ``inputs`` (an ``.npz`` path or arrays by input name; default generated from the graph's shapes:
-    ``shapes``, ``input_range``, ``seed``); ``outputs`` writes its outputs as ``.npz`` by output
-    name, and ``Run.outputs`` holds them (docs/models.md).
+    ``model``: a user's ONNX file instead (``inputs``, ``outputs``, ...: :func:`_run_model`, docs/models.md).
     """
     if model is not None:
         return _run_model(locals())
     from hwbench.core.energy import EnergyMeter
     from hwbench.core.kernel import Workload
     from hwbench.core.plugins import get_registry
-    from hwbench.core.runner import (
-        build,
-        complete_timing,
-        measure_runs,
-        prepare,
-        timing_record,
-    )
+    from hwbench.core.runner import build, complete_timing, measure_runs, prepare, timing_record
 
     say = notify or (lambda _text: None)
     if out and save_workload and Path(out).resolve() == Path(save_workload).resolve():
@@ -146,17 +131,26 @@ def run(
 
 
 def _run_model(args: dict[str, Any]) -> Run:
-    """``run(model=...)``: the ``onnx`` kernel fed the file (hwbench.library.model)."""
+    """``run(model=...)``: the ``onnx`` kernel fed the file, once on ``device`` (``"h100:fp8-e4m3"``), with
+    ``inputs`` (an ``.npz`` path or arrays by input name; else generated: ``shapes``, ``input_range``,
+    ``seed``), ``max_memory``; ``outputs`` writes the outputs as ``.npz`` and ``Run.outputs`` holds them."""
     from hwbench.library.model import model_options, run_model
     from hwbench.plugins import MODEL_KERNEL
 
     if args["kernel"] not in (DEFAULT_KERNEL, MODEL_KERNEL) or args["workload"] is not None:
         raise UsageError("a model run takes its model file and inputs, not a kernel or a workload")
     name, _, spec_mode = str(args["device"]).partition(":")
-    options = model_options(args["model"], inputs=args["inputs"], shapes=args["shapes"],
-                            input_range=args["input_range"], max_memory=args["max_memory"])  # fmt: skip
+    given = dict(args["model_settings"])
+    outputs = given.pop("outputs", None)
+    unknown = sorted(set(given) - {"inputs", "shapes", "input_range", "max_memory"})
+    if unknown:
+        raise UsageError(
+            f"run(model=...) has no option {', '.join(unknown)}; it takes inputs, outputs, shapes, input_range, "
+            "max_memory"
+        )
+    options = model_options(args["model"], **given)
     result, arrays = run_model(name, spec_mode or args["mode"], options, seed=args["seed"], repeats=args["repeats"],
-                               outputs=args["outputs"], out=args["out"])  # fmt: skip
+                               outputs=outputs, out=args["out"])  # fmt: skip
     record_if(args["store"], result)
     return Run(result, arrays)
 

@@ -17,6 +17,7 @@ import itertools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -113,6 +114,9 @@ class SweepSpec(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: [STUDY_SEED], min_length=1)
     dt: list[int] = Field(default_factory=lambda: [1], min_length=1)
     cells: list[Cell] | None = None
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="protocol options every cell's audit takes (a model's file and inputs)"
+    )
 
     @field_validator("dt")
     @classmethod
