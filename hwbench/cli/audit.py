@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from hwbench.cli import validate
 from hwbench.cli.common import parse_set
-from hwbench.cli.model_options import model_criteria, model_inputs, model_settings, refuse_without_model, render_nodes
+from hwbench.cli.model_options import model_criteria, model_inputs, model_settings, render_nodes
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.core.audit_protocol import STUDY_SEED
@@ -118,7 +118,6 @@ def audit(
     ctx = click.get_current_context()
     validate.refuse_together(ctx, "sets", ["profile_path"], "set the parameters in the profile file instead")
     validate.refuse_together(ctx, "model", ["kernel", "dl_config"], "the model is what is audited")
-    refuse_without_model(ctx)
     result = library_audit(  # the same call as hwbench.audit(...); the CLI records the result itself
         devices,
         kernel=kernel,

@@ -8,6 +8,7 @@ written): the files exist, ``--shape`` is ``NAME:D0,D1,...`` with positive dimen
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -77,8 +78,15 @@ def _apply(command: Callable[..., Any], options: list[Decorator]) -> Callable[..
 
 
 def model_inputs(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--model``, ``--inputs``, ``--shape``, ``--input-range``, ``--max-memory``."""
-    return _apply(command, [
+    """``--model``, ``--inputs``, ``--shape``, ``--input-range``, ``--max-memory``; the command
+    refuses every model option given without ``--model`` before it starts."""
+
+    @functools.wraps(command)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        refuse_without_model(click.get_current_context())
+        return command(*args, **kwargs)
+
+    return _apply(checked, [
         click.option("--model", "model", type=validate.InFile(), default=None,
                      help="A user's ONNX model file: run or audit it (the onnx kernel; docs/models.md)."),
         click.option("--inputs", "model_inputs", type=validate.InFile(), default=None,

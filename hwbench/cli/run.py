@@ -16,7 +16,7 @@ from hwbench.cli.common import (
     mode_option,
     parse_set,
 )
-from hwbench.cli.model_options import model_inputs, model_settings, refuse_without_model
+from hwbench.cli.model_options import model_inputs, model_settings
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, execution_cell, footnotes
@@ -123,7 +123,6 @@ def _check_options() -> None:
     )
     kernel_only = ["kernel", "engine", "cells", "unconnected", "ms", "sets", "workload_file", "save_workload"]
     validate.refuse_together(ctx, "model", [*kernel_only, "probe_cells"], "the model file and its inputs fix the run")
-    refuse_without_model(ctx)
 
 
 def _run_model(

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hwbench.accuracy.verdict import Verdict
 from hwbench.cli import validate
-from hwbench.cli.model_options import model_inputs, model_settings, model_tolerances, refuse_without_model
+from hwbench.cli.model_options import model_inputs, model_settings, model_tolerances
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import store_options
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
@@ -110,7 +110,6 @@ def sweep(
     dir_option: str | None,
     no_cache: bool,
     as_json: bool,
-    model: str | None,
     **model_params: object,
 ) -> int:
     """Run many audits on Dask and answer which precision each op class needs.
@@ -121,7 +120,6 @@ def sweep(
     """
     from hwbench.cli.sweep_io import open_sweep
 
-    refuse_without_model(click.get_current_context())
     axes = {
         "kernel": kernel,
         "devices": devices,
@@ -132,7 +130,8 @@ def sweep(
         "rounding": rounding,
         "seeds": seeds,
         "dts": dts,
-        "model": model,
+        "model": model_params.pop("model", None),
+        "model_settings": model_settings(model_params),
     }
     if scheduler and workers is not None:
         raise UsageError("--workers applies to the local cluster only; an existing cluster has its own workers")
@@ -144,8 +143,7 @@ def sweep(
             raise UsageError("--resume takes the sweep's saved spec: give no --spec, axes or --id with it")
         plan = open_sweep(root, _check_id(resume_id), resume=True)
     else:
-        given = {**axes, "model_settings": model_settings(model_params)}
-        plan = open_sweep(root, _check_id(sweep_id or _new_id()), spec_path=spec_path, axes=given)
+        plan = open_sweep(root, _check_id(sweep_id or _new_id()), spec_path=spec_path, axes=axes)
     plan.baseline_cache = not no_cache
     stderr.print(f"sweep {plan.sweep_id}: {len(plan.cells)} cells -> {plan.folder}", highlight=False)
     result = _run_with_progress(plan, scheduler, workers, transient=as_json)
