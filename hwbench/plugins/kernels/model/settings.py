@@ -52,7 +52,7 @@ class ModelSettings:
         shapes = {str(k): tuple(int(d) for d in v) for k, v in (options.get("shapes") or {}).items()}
         rng = options.get("input_range")
         opts = InputOptions(
-            path=str(inputs) if inputs else None,
+            path=str(inputs) if inputs and options.get("_inputs") is None else None,
             arrays=options.get("_inputs"),
             shapes=shapes,
             input_range=(float(rng[0]), float(rng[1])) if rng is not None else None,
