@@ -45,7 +45,7 @@ def reference_run(model: ModelFile, feeds: Mapping[str, np.ndarray]) -> ModelRun
     return run
 
 
-def cpu_fp32(model: ModelFile, feeds: Mapping[str, np.ndarray], marks: list[str], backend: str) -> ModelRun:
+def cpu_fp32(model: ModelFile, feeds: Mapping[str, np.ndarray], marks: list[str]) -> ModelRun:
     """ONNX Runtime CPU (outputs unmarked, nodes marked); :class:`OrtUnavailable` when it cannot."""
     plain = ort_run(model.proto, feeds)
     nodes = ort_run(model.proto, feeds, mark=marks)
@@ -68,7 +68,7 @@ def baselines(model: ModelFile, feeds: Mapping[str, np.ndarray], backend: str = 
     reference = reference_run(model, feeds)
     marks = [name for name, v in reference.tensors.items() if np.asarray(v).dtype.kind == "f"]
     try:
-        cpu = cpu_fp32(model, feeds, marks, backend)
+        cpu = cpu_fp32(model, feeds, marks)
         floor = ort_run(model.proto, nudged(feeds), mark=marks)
         return Baselines(reference, cpu, floor)
     except OrtUnavailable as exc:

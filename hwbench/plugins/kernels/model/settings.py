@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,6 @@ class ModelSettings:
     wider: str | None = None
     max_memory: int | None = None
     backend: str = "jax"
-    labels_from: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], seed: int) -> ModelSettings:
@@ -76,7 +74,6 @@ class ModelSettings:
             wider=options.get("wider") or None,
             max_memory=int(options["max_memory"]) if options.get("max_memory") else None,
             backend=backend,
-            labels_from=str(options.get("labels") or ("in memory" if options.get("_labels") is not None else "")),
         )
 
 
