@@ -27,7 +27,7 @@ def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_page_plots_each_candidate_along_the_graph(page_file: Path) -> None:
     text = page_file.read_text()
-    assert text.count("error along the graph\"") == 2  # one plot per candidate (its alt text)
+    assert text.count('error along the graph"') == 2  # one plot per candidate (its alt text)
     assert "Node by node: a100:tensorrt" in text and "Node by node: h100:fp8-e4m3" in text
     assert "first node above its floor: #0 /features/features.0/Conv" in text
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
