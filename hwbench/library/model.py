@@ -117,7 +117,7 @@ def run_model(
         raise UsageError("--outputs and --out name the same file; give two different paths")
     target, workload = _prepare(device, mode, options, seed)
     run = _execute(target, workload, options, repeats)
-    result = _result(target, workload, run, repeats)
+    result = _result(target, workload, run)
     _write(result, run.outputs, outputs, out)
     return result, run.outputs
 
@@ -170,19 +170,20 @@ def _execute(target: Any, workload: Workload, options: Mapping[str, Any], repeat
     plan = plan_here(target.device, target.mode)
     if plan is not None and plan.possible:
         return gpu_run(model.proto, feeds, plan, repeats=repeats)
+    note = "" if plan is None else f"emulated: the real run was not possible ({plan.reason})"
     if target.registry.device(target.device).spec.kind == "lpu":
         from hwbench.plugins.kernels.model.groq_route import compile_program
 
         program = compile_program(model, target.profile)  # a model that does not fit: exit 4
         if program.runner is not None:
             return program.run(feeds)
+        note = program.fallback_note()
     run = evaluator_run(model.graph, target.arith(backend), feeds, intermediates=False, repeats=repeats)
-    if plan is not None:
-        run.note = f"emulated: the real run was not possible ({plan.reason})"
+    run.note = note
     return run
 
 
-def _result(target: Any, workload: Workload, run: ModelRun, repeats: int) -> RunResult:
+def _result(target: Any, workload: Workload, run: ModelRun) -> RunResult:
     from hwbench.core.results import RunResult, Timing
     from hwbench.plugins import MODEL_KERNEL
 

@@ -62,7 +62,7 @@ class ModelProtocol(AuditProtocol):
     def refusal(self, kernel: Kernel) -> str | None:
         return model_protocol_refusal(kernel)
 
-    def prepare(self, ctx: AuditContext, *, compile_programs: bool = True) -> cand.Prepared:
+    def prepare(self, ctx: AuditContext) -> cand.Prepared:
         """Settings, model, inputs, the memory check and the candidates: everything that can be
         refused before a run starts."""
         settings = ModelSettings.from_options(ctx.settings.options, ctx.settings.seed)
@@ -70,19 +70,20 @@ class ModelProtocol(AuditProtocol):
         feeds = make_feeds(model.graph, settings.inputs)
         fp = footprint(model.proto, {k: v.shape for k, v in feeds.items()})
         unknown = f", {fp.unknown} tensors of unknown shape not counted" if fp.unknown else ""
-        check_memory(fp.audit_bytes(), settings.max_memory, f"auditing {model.name}",
+        check_memory(fp.audit_bytes(len(ctx.candidates)), settings.max_memory, f"auditing {model.name}",
                      f"estimated from its shapes: {fp.weights:,} weights, {fp.intermediates:,} intermediate "
                      f"values{unknown}")  # fmt: skip
         if not ctx.candidates:
             raise UsageError("give at least one --device to audit the model on")
-        targets = [_target(ctx, c, settings, model, compile_programs) for c in ctx.candidates]
+        targets = [_target(ctx, c, settings, model) for c in ctx.candidates]
         return cand.Prepared(settings, model, feeds, targets)
 
     def preflight(self, ctx: AuditContext) -> None:
         self.prepare(ctx)
 
     def planned_runs(self, ctx: AuditContext) -> list[tuple[str, float]]:
-        labels = ["reference fp64", "cpu fp32 + floor", *[f"{c.device}:{c.mode or ''}" for c in ctx.candidates]]
+        modes = [c.mode or ctx.registry.device(c.device).default_mode for c in ctx.candidates]
+        labels = ["reference fp64", "cpu fp32 + floor", *[f"{c.device}:{m}" for c, m in zip(ctx.candidates, modes)]]
         return [(f"{PROTOCOL}: {label}", 1.0) for label in labels]
 
     def run(self, ctx: AuditContext) -> list[ProtocolReport]:
@@ -123,9 +124,7 @@ class ModelProtocol(AuditProtocol):
         return [_report(prep, base, runs, verdicts, candidates)]
 
 
-def _target(
-    ctx: AuditContext, c: Candidate, settings: ModelSettings, model: ModelFile, compile_programs: bool
-) -> cand.Target:
+def _target(ctx: AuditContext, c: Candidate, settings: ModelSettings, model: ModelFile) -> cand.Target:
     """A candidate resolved: device and mode, profile (a sweep's, a file's, or with --set), the
     wider mode of the precision map, the GroqChip's program (its capacity checked)."""
     from hwbench.accuracy.numerics.profile import NumericsProfile
@@ -149,7 +148,7 @@ def _target(
     if settings.precision_map or settings.keep_wider:
         target.wider_mode = wider_mode(device, mode, settings.wider)
     _check_nodes(model, settings.keep_wider)
-    if device.spec.kind == "lpu" and compile_programs:
+    if device.spec.kind == "lpu":
         from hwbench.plugins.kernels.model.groq_route import compile_program
 
         target.program = compile_program(model, profile)

@@ -116,11 +116,8 @@ def evaluated(model: ModelFile, feeds: Mapping[str, np.ndarray], target: Target,
 def _groq_outputs(run: ModelRun, program: GroqProgram, feeds: Mapping[str, np.ndarray]) -> ModelRun:
     """The GroqWare program's outputs (node errors stay the evaluator's, same arithmetic)."""
     if program.runner is None:
-        run.note = (
-            f"{program.sdk_name} compiled the model (it fits); its runner cannot execute it "
-            f"({program.refusal.split(';')[0]}): outputs from the evaluator with the GroqChip's arithmetic"
-        )
-        return run  # fmt: skip
+        run.note = program.fallback_note()
+        return run
     prog = program.run(feeds)
     same = all(np.array_equal(prog.outputs[k], v, equal_nan=True) for k, v in run.outputs.items() if k in prog.outputs)
     prog.tensors, prog.arithmetic = run.tensors, run.arithmetic

@@ -36,6 +36,13 @@ class GroqProgram:
         self.sdk_name, self.stats, self.runner, self.refusal, self.compile_s = sdk_name, stats, runner, refusal, t
         self._build = build  # the program's folder lives as long as the program (the SDK's runner reads it)
 
+    def fallback_note(self) -> str:
+        """What a run says when this program's runner cannot execute it."""
+        return (
+            f"{self.sdk_name} compiled the model (it fits); its runner cannot execute it "
+            f"({self.refusal.split(';')[0]}): outputs from the evaluator with the GroqChip's arithmetic"
+        )
+
     def run(self, feeds: Mapping[str, np.ndarray]) -> ModelRun:
         if self.runner is None:
             raise UsageError(self.refusal)

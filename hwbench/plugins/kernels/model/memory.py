@@ -1,12 +1,12 @@
 """How much host memory evaluating a model will take, estimated from its shapes before it runs.
 
 ONNX's shape inference gives every tensor's shape once the inputs' shapes are known; an audit keeps
-every node's output of the float64 reference and of the runs it compares (the floor, the CPU run,
-one candidate at a time), and an emulated matrix unit computes a convolution from its patch matrix
-(im2col). The estimate (bytes) = 12 per weight (the fp64 and fp32 copies), 24 per intermediate
-element (8 fp64 + 4 for each of the floor, the CPU run and the candidate, and as much again for
-the engine's temporaries), and 8 per element of the largest patch matrix. A tensor whose shape
-inference cannot give is not counted (the estimate says how many were left out).
+every node's output of the float64 reference and of the runs it compares (the CPU run, the floor and
+every candidate, which run at once), and an emulated matrix unit computes a convolution from its
+patch matrix (im2col). The estimate (bytes) = 12 per weight (the fp64 and fp32 copies), per
+intermediate element 8 (fp64) + 4 for each fp32 run, twice over for the engines' temporaries, and 8
+per element of the largest patch matrix. A tensor whose shape inference cannot give is not counted
+(the estimate says how many were left out).
 
 The limit is ``--max-memory`` (bytes, or with a unit: ``512M``, ``8G``, ``1.5GiB``), by default
 half of the memory available on this host (``MemAvailable``); over it the run is refused (exit 4)
@@ -39,8 +39,9 @@ class Footprint:
     patches: int
     unknown: int  # tensors whose shape inference could not give
 
-    def audit_bytes(self) -> int:
-        return 12 * self.weights + 24 * self.intermediates + 8 * self.patches
+    def audit_bytes(self, candidates: int = 1) -> int:
+        per_value = 2 * (8 + 4 * (2 + candidates))
+        return 12 * self.weights + per_value * self.intermediates + 8 * self.patches
 
     def run_bytes(self) -> int:
         return 8 * self.weights + 8 * self.intermediates + 8 * self.patches
