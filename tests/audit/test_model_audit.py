@@ -124,3 +124,31 @@ def test_the_precision_map_passes_when_rerun(tmp_path: Path) -> None:
     again = run_cli([*base, "--keep-wider", str(written), "--json", "--no-store"])
     assert again.code == 0, again.stderr
     assert json.loads(again.stdout)["protocols"][0]["candidates"][0]["verdict"] == "PASS"
+
+
+def test_the_cpu_run_is_the_evaluators_where_onnx_runtime_lacks_the_opset(tmp_path: Path) -> None:
+    """ONNX's own backend test of an opset-6 AveragePool (onnx/backend/test/data/pytorch-converted):
+    ONNX Runtime no longer implements it, so the CPU's fp32 run and the floor are the evaluator's,
+    the report says so, and the outputs equal the test's expected ones within its tolerance."""
+    import onnx
+    from onnx import numpy_helper
+
+    case = Path(onnx.__file__).parent / "backend" / "test" / "data" / "pytorch-converted" / "test_AvgPool2d"
+    if not case.is_dir():
+        pytest.skip("the onnx package ships no backend test data here")
+    x = numpy_helper.to_array(onnx.load_tensor(str(case / "test_data_set_0" / "input_0.pb")))
+    want = numpy_helper.to_array(onnx.load_tensor(str(case / "test_data_set_0" / "output_0.pb")))
+    name = onnx.load(str(case / "model.onnx")).graph.input[0].name
+    np.savez(tmp_path / "in.npz", **{name: x})
+    argv = ["--model", str(case / "model.onnx"), "--inputs", str(tmp_path / "in.npz"), "-d", "cpu"]
+    outcome = run_cli(["audit", *argv, "--json", "--no-store"])
+    assert outcome.code == 0, outcome.stderr
+    protocol = json.loads(outcome.stdout)["protocols"][0]
+    engines = {r["label"]: r["engine"] for r in protocol["runs"]}
+    assert engines["cpu fp32"].startswith("hwbench evaluator") and "cpu:fp32" in engines["cpu fp32"]
+    assert "ONNX Runtime cannot run this graph" in protocol["description"]
+    out = tmp_path / "y.npz"
+    run = run_cli(["run", *argv, "--outputs", str(out), "--no-store"])
+    assert run.code == 0, run.stderr
+    with np.load(out) as got:
+        np.testing.assert_allclose(next(iter(got.values())), want, rtol=1e-3, atol=1e-7)

@@ -100,6 +100,7 @@ def ort_session(proto: Any, providers: Sequence[Any]) -> Any:
         import onnxruntime as ort
     except ImportError:
         raise OrtUnavailable("ONNX Runtime is not installed (pip install 'hwbench[onnx]')") from None
+    ort.set_default_logger_severity(3)  # its warnings (an opset its optimizers skip) are not the user's errors
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
