@@ -157,7 +157,9 @@ def _execute(target: Any, workload: Workload, options: Mapping[str, Any], repeat
 
     model = open_model(workload.meta["model"])
     feeds = {k: np.asarray(v) for k, v in workload.params.items()}
-    backend = str(options.get("backend") or "jax")
+    from hwbench.plugins.kernels.model.settings import DEFAULT_BACKEND
+
+    backend = str(options.get("backend") or DEFAULT_BACKEND)
     if target.native_cpu():
         if target.mode == "fp64":
             return reference_run(model, feeds)

@@ -23,7 +23,7 @@ def test_run_returns_the_outputs_by_name_and_writes_them(tmp_path: Path) -> None
     run = hwbench.run(model=MODELS / "mlp.onnx", device="ipu:fp16-sr", inputs=inputs, outputs=tmp_path / "y.npz")
     assert set(run.outputs) == {"y"} and run.outputs["y"].shape == (8, 10)
     assert run.timing.kernel == "onnx" and run.timing.execution == "emulated" and run.profile == "ipu-fp16-sr"
-    assert run.timing.engine.startswith("hwbench evaluator (jax, ipu:fp16-sr")
+    assert run.timing.engine.startswith("hwbench evaluator (numpy, ipu:fp16-sr")
     with np.load(tmp_path / "y.npz") as saved:
         assert np.array_equal(saved["y"], run.outputs["y"])
     y = run.outputs["y"]

@@ -63,7 +63,7 @@ def evaluator_fp32(model: ModelFile, feeds: Mapping[str, np.ndarray], backend: s
     return evaluator_run(model.graph, Arith(ops, backend, label="cpu:fp32 (native IEEE)"), feeds, execution="real")
 
 
-def baselines(model: ModelFile, feeds: Mapping[str, np.ndarray], backend: str = "jax") -> Baselines:
+def baselines(model: ModelFile, feeds: Mapping[str, np.ndarray], backend: str = "numpy") -> Baselines:
     """Reference, CPU fp32 run and floor (ONNX Runtime where it runs the graph, else the evaluator)."""
     reference = reference_run(model, feeds)
     marks = [name for name, v in reference.tensors.items() if np.asarray(v).dtype.kind == "f"]
