@@ -10,7 +10,7 @@ with the fp32 ensemble's floor; the first node above it is named with its mechan
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,7 +41,6 @@ class Target:
     program: GroqProgram | None = None  # the GroqChip's compiled program
     keep_wider: tuple[str, ...] = ()
     wider_mode: str | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -58,7 +57,7 @@ class Target:
 
     def native_cpu(self) -> bool:
         """The CPU in its own arithmetic: its run is a baseline (ONNX Runtime fp32, or the reference)."""
-        return self.device == "cpu" and (self.profile is None or self.profile.name.startswith("cpu-"))
+        return self.device == "cpu" and (self.profile is None or self.profile.is_native())
 
     def formats(self) -> dict[str, Any]:
         """The storage and matrix-input formats (format objects), where the profile has them."""
@@ -174,7 +173,7 @@ def real_run(model: ModelFile, feeds: Mapping[str, np.ndarray], base: Baselines,
 def assemble(target: Target, run: ModelRun, nodes: list[NodeReport], judged: Judgement) -> CandidateNodes:
     first = next((n for n in nodes if n.above_floor), None)
     bits, fmt = target.ulp_bits()
-    notes = [*target.notes, *([run.note] if run.note else [])]
+    notes = [run.note] if run.note else []
     return CandidateNodes(
         device=target.device,
         mode=target.mode,
