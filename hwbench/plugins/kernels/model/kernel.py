@@ -11,16 +11,16 @@ graph has no time step, so :meth:`OnnxKernel.step` refuses and says where a mode
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, KernelInfo, Workload
 from hwbench.core.ops import OpClass, Ops
 from hwbench.core.protocol_facts import AuditFacts
-from hwbench.plugins.kernels.model.inputs import InputOptions, make_feeds
-from hwbench.plugins.kernels.model.source import ModelFile, open_model
+
+if TYPE_CHECKING:  # numpy, onnx and the evaluator load when a model is read, not when the registry is
+    from hwbench.plugins.kernels.model.inputs import InputOptions
+    from hwbench.plugins.kernels.model.source import ModelFile
 
 NAME = "onnx"
 PROTOCOL = "onnx-model"
@@ -61,6 +61,9 @@ class OnnxKernel(Kernel):
     def make_workload(self, size: int, *, connected: bool = True, seed: int = 0, **overrides: Any) -> Workload:
         """The model named by ``model`` and its inputs (``inputs``: a ``.npz`` path or arrays;
         ``shapes``, ``input_range``: for generated inputs, seeded by ``seed``)."""
+        from hwbench.plugins.kernels.model.inputs import InputOptions
+        from hwbench.plugins.kernels.model.source import open_model
+
         path = overrides.pop("model", None)
         if path is None:
             raise UsageError(f"kernel '{NAME}' runs a model file: give it with --model FILE (or model=... in Python)")
@@ -85,6 +88,10 @@ class OnnxKernel(Kernel):
 
 def model_workload(model: ModelFile, opts: InputOptions) -> Workload:
     """The workload of ``model``: its inputs (in ``params``, by graph input name) and what identifies it."""
+    import numpy as np
+
+    from hwbench.plugins.kernels.model.inputs import make_feeds
+
     feeds = make_feeds(model.graph, opts)
     meta = {
         "model": str(model.path),
