@@ -97,13 +97,13 @@ def audit(
     """
     from hwbench.accuracy.audit import AuditSettings
     from hwbench.core.plugins import get_registry
+    from hwbench.library.model import AUDIT_KEYWORDS, check_keywords
 
+    given = {**model_settings, **({"inputs": inputs} if inputs is not None else {})}
+    check_keywords("audit", given, (*AUDIT_KEYWORDS, "inputs"), model)
     options: dict[str, Any] = {"config": config} if config else {}
     if model is not None:
         kernel, options = _model_kernel(kernel, model, inputs, model_settings)
-    elif inputs is not None or model_settings:
-        given = [*(["inputs"] if inputs is not None else []), *sorted(model_settings)]
-        raise UsageError(f"{', '.join(given)}: options of a model audit, only with model=")
     registry = get_registry()
     registry.kernel(kernel)  # an unknown kernel: a UsageError naming the registered ones
     names = (devices,) if isinstance(devices, str) else tuple(devices)  # none: the protocols say what they need
@@ -132,10 +132,7 @@ def _model_kernel(
 
     if kernel not in (DEFAULT_KERNEL, MODEL_KERNEL):
         raise UsageError(f"model= audits the model file; it cannot be combined with kernel='{kernel}'")
-    try:
-        return MODEL_KERNEL, model_options(model, inputs=inputs, **settings)
-    except TypeError as exc:  # an unknown keyword
-        raise UsageError(f"audit(model=...): {exc}") from None
+    return MODEL_KERNEL, model_options(model, inputs=inputs, **settings)
 
 
 def resolve_candidates(

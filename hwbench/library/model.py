@@ -26,6 +26,30 @@ if TYPE_CHECKING:
     from hwbench.plugins.kernels.model.runs import ModelRun
 
 Inputs = str | Path | Mapping[str, np.ndarray] | None
+AUDIT_KEYWORDS: tuple[str, ...] = (
+    "shapes",
+    "input_range",
+    "rtol",
+    "atol",
+    "labels",
+    "precision_map",
+    "keep_wider",
+    "wider",
+)
+AUDIT_KEYWORDS += ("max_memory", "backend")
+RUN_KEYWORDS = ("inputs", "outputs", "shapes", "input_range", "max_memory")
+
+
+def check_keywords(function: str, given: Mapping[str, Any], known: Sequence[str], model: Any) -> None:
+    """``function``'s model keywords: an unknown one is a TypeError (as Python's own), a known one
+    without ``model=`` a UsageError."""
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument '{unknown[0]}'")
+    if given and model is None:
+        raise UsageError(f"{', '.join(sorted(given))}: options of a model, only with model=")
+
+
 Shapes = Mapping[str, Sequence[int]] | Sequence[str] | None
 
 

@@ -99,7 +99,7 @@ def run(
     the result (``True``: the default store, or a URL); ``notify`` receives one-line progress notes.
     ``model``: a user's ONNX file instead (``inputs``, ``outputs``, ...: :func:`_run_model`, docs/models.md).
     """
-    if model is not None:
+    if model is not None or model_settings:
         return _run_model(locals())
     from hwbench.core.energy import EnergyMeter
     from hwbench.core.kernel import Workload
@@ -134,20 +134,15 @@ def _run_model(args: dict[str, Any]) -> Run:
     """``run(model=...)``: the ``onnx`` kernel fed the file, once on ``device`` (``"h100:fp8-e4m3"``), with
     ``inputs`` (an ``.npz`` path or arrays by input name; else generated: ``shapes``, ``input_range``,
     ``seed``), ``max_memory``; ``outputs`` writes the outputs as ``.npz`` and ``Run.outputs`` holds them."""
-    from hwbench.library.model import model_options, run_model
+    from hwbench.library.model import RUN_KEYWORDS, check_keywords, model_options, run_model
     from hwbench.plugins import MODEL_KERNEL
 
     if args["kernel"] not in (DEFAULT_KERNEL, MODEL_KERNEL) or args["workload"] is not None:
         raise UsageError("a model run takes its model file and inputs, not a kernel or a workload")
     name, _, spec_mode = str(args["device"]).partition(":")
     given = dict(args["model_settings"])
+    check_keywords("run", given, RUN_KEYWORDS, args["model"])
     outputs = given.pop("outputs", None)
-    unknown = sorted(set(given) - {"inputs", "shapes", "input_range", "max_memory"})
-    if unknown:
-        raise UsageError(
-            f"run(model=...) has no option {', '.join(unknown)}; it takes inputs, outputs, shapes, input_range, "
-            "max_memory"
-        )
     options = model_options(args["model"], **given)
     result, arrays = run_model(name, spec_mode or args["mode"], options, seed=args["seed"], repeats=args["repeats"],
                                outputs=outputs, out=args["out"])  # fmt: skip

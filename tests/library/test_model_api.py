@@ -69,7 +69,11 @@ def test_wrong_calls_are_refused_before_any_work() -> None:
         hwbench.audit("groq", rtol=0.1)
     with pytest.raises(UsageError, match="cannot be combined with kernel='gemm'"):
         hwbench.audit("tpu-v3", model=MODELS / "mlp.onnx", kernel="gemm")
-    with pytest.raises(UsageError, match="has no option colour"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         hwbench.run(model=MODELS / "mlp.onnx", colour="red")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'quik'"):
+        hwbench.audit("groq", quik=True)
+    with pytest.raises(UsageError, match="only with model="):
+        hwbench.run(device="cpu", outputs="y.npz")
     with pytest.raises(UnavailableError, match="no floating-point arithmetic"):
         hwbench.run(model=MODELS / "mlp.onnx", device="loihi")
