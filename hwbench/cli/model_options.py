@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 SHOWN_NODES = 12
 """Rows of the per-node table in the terminal (the first divergent node and the worst; JSON has all)."""
+MOVES = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather",
+                   "Concat", "Split", "Expand", "Tile", "Dropout"})  # fmt: skip
 
 
 class _Parsed(click.ParamType[Any]):
@@ -171,9 +173,12 @@ def render_nodes(p: ProtocolReport) -> None:
 
 
 def _node_table(c: CandidateNodes) -> None:
-    if not c.nodes:
+    """The first node above its floor and the worst of the nodes that compute (a move of data
+    repeats its input's error: the JSON report and the HTML page list those too)."""
+    computing = [i for i, n in enumerate(c.nodes) if n.op_type not in MOVES]
+    if not computing:
         return
-    order = sorted(range(len(c.nodes)), key=lambda i: -c.nodes[i].max_ulps)[:SHOWN_NODES]
+    order = sorted(computing, key=lambda i: -c.nodes[i].max_ulps)[:SHOWN_NODES]
     if c.first_divergent_node is not None:
         first = next(i for i, n in enumerate(c.nodes) if n.name == c.first_divergent_node)
         order = sorted({first, *order[: SHOWN_NODES - 1]})
