@@ -17,9 +17,13 @@ compiles: reported as ``first``), then timed in turns in this one process (round
 Then ``--batch-model`` (default squeezenet, the light model without a fixed-batch Reshape) at each
 batch size of ``--batches``: evaluator fp32 and ONNX Runtime per image.
 
+Last, ``--full-audit`` (default light ResNet-50; ``--full-audit ''`` leaves it out): the wall and CPU
+time of ``hwbench audit --model`` on ``--full-devices`` (five by default) through the CLI — goal
+<= 60 s on 2 cores (:mod:`_full_audit`).
+
     python benchmarks/model_audit.py [--models squeezenet,resnet50] [--repeat 5] [--json]
         [--emulated groq] [--faithful a100:tensorrt] [--faithful-models squeezenet]
-        [--batch-model squeezenet] [--batches 1,2,4,8]
+        [--batch-model squeezenet] [--batches 1,2,4,8] [--full-audit resnet50] [--full-devices ...]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _full_audit import FIVE_DEVICES, full_audit, print_full_audit
 
 BOUNDS = {"evaluator fp32": 1.5, "emulated": 3.0, "block-FMA": 50.0}
 BASELINE = "onnxruntime"
@@ -102,8 +107,6 @@ def contenders(model: Any, name: str, args: argparse.Namespace) -> dict[str, tup
     if name in args.faithful_models.split(","):
         for device in filter(None, args.faithful.split(",")):
             out[f"block-FMA {device}"] = ("block-FMA", evaluator(model, device))
-    # --- the full audit of a model (the onnx kernel's audit protocol) joins here as one more
-    # contender: out["full audit"] = ("full audit", <a runner that audits `model` on five devices>)
     return out
 
 
@@ -183,16 +186,24 @@ def main() -> int:
     parser.add_argument("--faithful-models", default="squeezenet", help="models the block-FMA path runs on")
     parser.add_argument("--batch-model", default="squeezenet")
     parser.add_argument("--batches", default="1,2,4,8")
+    parser.add_argument("--full-audit", default="resnet50", help="light model of the full-audit contender ('': none)")
+    parser.add_argument("--full-devices", default=FIVE_DEVICES, help="its devices, comma-separated")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     rows = [row for name in args.models.split(",") if name for row in measure_model(name, args)]
     batches = measure_batches(args) if args.batches else []
+    full = None
+    if args.full_audit:
+        model = light_folder() / f"light_{args.full_audit}.onnx"
+        full = full_audit(model, args.full_devices.split(","), max(1, min(args.repeat, 2)))
     if args.json:
-        print(json.dumps({"models": rows, "batches": batches}, indent=2))
+        print(json.dumps({"models": rows, "batches": batches, "full_audit": full}, indent=2))
     else:
         print(f"ONNX light models, min of {args.repeat} turns, round-robin; load average {os.getloadavg()[0]:.1f}")
         print_table(rows, batches)
+        if full is not None:
+            print_full_audit(full)
     return 0
 
 

@@ -211,6 +211,7 @@ PROTOCOL_MODULES = {
     "hwbench.stress.protocols": {"validation", "stress", "spike-train"},
     "hwbench.plugins.kernels.dl.protocol": {"dl-primitives"},
     "hwbench.plugins.kernels.snn.precision_protocol": {"training-precision"},
+    "hwbench.plugins.kernels.model.protocol": {"onnx-model"},
 }
 
 

@@ -199,7 +199,8 @@ class Auditor:
             "seed": s.seed,
             "kernel": s.kernel,
             "protocols": protocols,
-            **({"options": s.options} if s.options else {}),
+            # options under "_" hold in-memory values (a model's input arrays), not reported
+            **({"options": {k: v for k, v in s.options.items() if not k.startswith("_")}} if s.options else {}),
             **({"base_runs_reused_from_earlier_audit": sorted(set(reused))} if reused else {}),
             "candidates": [
                 {

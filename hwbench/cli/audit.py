@@ -15,6 +15,7 @@ from rich.markup import escape
 from hwbench.cli import validate
 from hwbench.cli.command import Command
 from hwbench.cli.common import parse_set
+from hwbench.cli.model_options import model_criteria, model_inputs, model_settings, render_nodes
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.core.audit_protocol import STUDY_SEED
@@ -85,6 +86,8 @@ def _fmt(x: float | None, unit: str = "") -> str:
     help="Write report.json and PNG plots here (replacing an earlier audit's; locked while running).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only on stdout.")
+@model_inputs
+@model_criteria
 @store_options
 def audit(
     devices: tuple[str, ...],
@@ -102,17 +105,20 @@ def audit(
     strict: bool,
     out: str | None,
     as_json: bool,
+    model: str | None,
+    **model_params: object,
 ) -> int:
     """Audit devices against the CPU reference: verdict, table, plots, JSON report.
 
+    With --model, a user's ONNX model node by node on every device (docs/models.md).
     Exit code 0 on PASS (and WARN unless --strict), 1 on FAIL.
     """
     from hwbench.core.plugins import get_registry
     from hwbench.library.audit import audit as library_audit
 
-    validate.refuse_together(
-        click.get_current_context(), "sets", ["profile_path"], "set the parameters in the profile file instead"
-    )
+    ctx = click.get_current_context()
+    validate.refuse_together(ctx, "sets", ["profile_path"], "set the parameters in the profile file instead")
+    validate.refuse_together(ctx, "model", ["kernel", "dl_config"], "the model is what is audited")
     result = library_audit(  # the same call as hwbench.audit(...); the CLI records the result itself
         devices,
         kernel=kernel,
@@ -128,11 +134,12 @@ def audit(
         cache=not no_cache,
         out=out,
         progress=RichProgress(console=stderr, transient=as_json),
+        **({"model": model, **model_settings(model_params)} if model else {}),
     )
     registry = get_registry()
     report = result.report
     if out:
-        stderr.print(f"wrote {Path(out) / 'report.json'} and {len(result.written) - 1} plots", highlight=False)
+        stderr.print(f"wrote {Path(out) / 'report.json'} and {len(result.written) - 1} more file(s)", highlight=False)
     record_result(report)
     if as_json:
         print_json(report)
@@ -214,6 +221,7 @@ def _render(registry: Registry, report: AuditReport) -> None:
                 f"  [{color}]{v.verdict.value}[/{color}] " + escape(f"{v.device} [{v.mode}]: " + "; ".join(v.reasons)),
                 highlight=False,
             )
+        render_nodes(p)
     _print_native_parts(report)
     color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[report.verdict.value]
     stdout.print(

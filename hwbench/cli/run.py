@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from hwbench.cli import validate
@@ -15,6 +17,7 @@ from hwbench.cli.common import (
     mode_option,
     parse_set,
 )
+from hwbench.cli.model_options import model_inputs, model_settings
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, execution_cell, footnotes
@@ -54,6 +57,8 @@ from hwbench.core.results import Timing
 @click.option("--out", type=validate.OutFile(), help="Write the result (traces + timings) as JSON.")
 @energy_options
 @json_option
+@model_inputs
+@click.option("--outputs", type=validate.OutFile(), help="A model's outputs as .npz, keyed by output name (--model).")
 @store_options
 def run(
     kernel: str,
@@ -73,11 +78,16 @@ def run(
     no_energy: bool,
     energy_model: bool,
     as_json: bool,
+    model: str | None,
+    outputs: str | None,
+    **model_params: object,
 ) -> None:
-    """Run a kernel on a device once and report traces and timings."""
+    """Run a kernel on a device once and report traces and timings (--model: a user's ONNX model)."""
     from hwbench.library.run import run as run_library
 
     _check_options()
+    if model:
+        return _run_model(device, mode, model, seed, repeats, out, outputs, as_json, model_params)
     outcome = run_library(
         kernel,
         device,
@@ -108,12 +118,40 @@ def run(
 
 def _check_options() -> None:
     """Options that exclude each other, refused before any work."""
+    ctx = click.get_current_context()
     validate.refuse_together(
-        click.get_current_context(),
-        "workload_file",
-        ["cells", "unconnected", "seed", "sets"],
-        "the workload file fixes size, network and seed",
+        ctx, "workload_file", ["cells", "unconnected", "seed", "sets"], "the workload file fixes size, network and seed"
     )
+    kernel_only = ["kernel", "engine", "cells", "unconnected", "ms", "sets", "workload_file", "save_workload"]
+    validate.refuse_together(ctx, "model", [*kernel_only, "probe_cells"], "the model file and its inputs fix the run")
+
+
+def _run_model(
+    device: str, mode: str | None, model: str, seed: int, repeats: int, out: str | None, outputs: str | None,
+    as_json: bool, params: dict[str, object],
+) -> None:  # fmt: skip
+    """``hwbench run --model m.onnx``: one run, its outputs to ``--outputs`` (npz), the result to ``--out``."""
+    from hwbench.library.run import run as run_library
+
+    settings = model_settings(params)
+    result = run_library(
+        device=device, mode=mode, seed=seed, repeats=repeats, out=out, model=model, inputs=settings.get("inputs"),
+        outputs=outputs, shapes=settings.get("shapes"), input_range=settings.get("input_range"),
+        max_memory=settings.get("max_memory"),
+    ).result  # fmt: skip
+    record_result(result)
+    if as_json:
+        print_json(result, exclude={"traces", "spikes"})
+        return
+    t, w = result.timing, result.workload
+    title = f"{Path(str(w.get('model'))).name} on {t.device}:{t.mode} [{t.execution}]"
+    rows = [(name, "x".join(map(str, o["shape"])) or "scalar", o["dtype"]) for name, o in w["outputs"].items()]
+    print_table(title, ["output", "shape", "dtype"], rows)
+    stdout.print(f"  engine: {t.engine}; setup {t.setup_s:.3f} s, run {t.run_s:.4f} s", highlight=False, markup=False)
+    if w.get("note"):
+        stdout.print(f"  note: {w['note']}", highlight=False, markup=False)
+    if outputs:
+        stderr.print(f"wrote {outputs}", highlight=False)
 
 
 def print_run(title: str, timing: Timing) -> None:

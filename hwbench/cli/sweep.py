@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from hwbench.accuracy.verdict import Verdict
 from hwbench.cli import validate
 from hwbench.cli.command import Command
+from hwbench.cli.model_options import model_inputs, model_settings, model_tolerances
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import store_options
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
@@ -89,6 +90,8 @@ def _check_id(sweep_id: str) -> str:
     "--no-cache", is_flag=True, help="The audits neither read nor write the baseline cache (every base run computed)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep result as JSON only on stdout.")
+@model_inputs
+@model_tolerances
 @store_options
 def sweep(
     spec_path: str | None,
@@ -108,6 +111,7 @@ def sweep(
     dir_option: str | None,
     no_cache: bool,
     as_json: bool,
+    **model_params: object,
 ) -> int:
     """Run many audits on Dask and answer which precision each op class needs.
 
@@ -127,6 +131,8 @@ def sweep(
         "rounding": rounding,
         "seeds": seeds,
         "dts": dts,
+        "model": model_params.pop("model", None),
+        "model_settings": model_settings(model_params),
     }
     if scheduler and workers is not None:
         raise UsageError("--workers applies to the local cluster only; an existing cluster has its own workers")

@@ -88,6 +88,14 @@ def build_spec(spec_path: str | None, axes: dict[str, Any]) -> SweepSpec:
         data["seeds"] = parse_ints(axes["seeds"], what="--seeds", low=0, high=MAX_SEED)
     if axes["dts"]:
         data["dt"] = parse_ints(axes["dts"], what="--dt", low=1)  # the kernel's limit: preflight
+    if axes.get("model"):
+        from hwbench.library.model import model_options
+        from hwbench.plugins import MODEL_KERNEL
+
+        if axes.get("kernel"):
+            raise UsageError("--model cannot be combined with --kernel: the model is what every cell audits")
+        data["kernel"] = MODEL_KERNEL
+        data["options"] = model_options(axes["model"], **axes["model_settings"])
     return SweepSpec.parse(data, origin="sweep options")
 
 
@@ -108,7 +116,12 @@ def preflight(spec: SweepSpec, cells: list[Cell]) -> None:
 
     kernel = registry.kernel(spec.kernel or DEFAULT_KERNEL)
     # an unknown protocol, or one the kernel refuses: one line with the reason, before the cluster starts
-    Auditor(registry, AuditSettings(kernel=kernel.name, protocols=sweep_protocols(spec))).selected()
+    auditor = Auditor(
+        registry, AuditSettings(kernel=kernel.name, protocols=sweep_protocols(spec), options=spec.options)
+    )
+    auditor.selected()
+    if spec.options:  # a model: its file, inputs and options checked too
+        auditor.preflight([candidate(registry, cells[0])])
     if any(c.dt > 1 for c in cells) and kernel.info.dt_param is None:
         raise UsageError(f"--dt: kernel '{kernel.name}' is discrete-time (no dt parameter)")
     from hwbench.stress.refinement import max_factor
@@ -158,6 +171,7 @@ def execute(
         protocols=sweep_protocols(spec),
         quick=spec.quick,
         baseline_cache=plan.baseline_cache,
+        options=spec.options,
     )
     t0 = time.perf_counter()
     with dask_client(scheduler, workers) as (client, info):

@@ -49,6 +49,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "builtin-system-metrics": "hwbench.plugins.metrics_system",
     "builtin-audit-protocols": "hwbench.stress.protocols",
     "builtin-dl-protocol": "hwbench.plugins.kernels.dl.protocol",
+    "builtin-model-protocol": "hwbench.plugins.kernels.model.protocol",
     "builtin-training-protocol": "hwbench.plugins.kernels.snn.precision_protocol",
 }
 

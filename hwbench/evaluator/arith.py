@@ -383,8 +383,10 @@ class Arith:
         if not self.emulating or not _is_float(self.lower(x)) or ndim == 0:
             return self.move(lambda v, i: xp.take(v, i, axis=axis), x, index)
         last = self.move(lambda v: xp.moveaxis(v, axis, -1), x)  # pre + post + (n,)
-        out = self.ops.gather(self._operand(last), index)  # pre + post + index.shape
-        k, rest = len(getattr(index, "shape", ())), ndim - 1
+        shape = tuple(getattr(index, "shape", ()))
+        flat = self.ops.gather(self._operand(last), xp.reshape(index, (-1,)))  # the namespace's: a vector index
+        out = self.move(lambda v: xp.reshape(v, (*v.shape[:-1], *shape)), flat)  # pre + post + index.shape
+        k, rest = len(shape), ndim - 1
 
         def back(v: Any) -> Any:
             order = (*range(axis), *range(rest, rest + k), *range(axis, rest))

@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from hwbench.accuracy.audit import AuditSettings, Candidate
     from hwbench.accuracy.report import AuditReport
     from hwbench.core.plugins import Registry
+    from hwbench.library.model import Inputs
 
 # What an audit writes into ``out``; on success, earlier files matching these that the new run did not
 # write again (e.g. the stress plots of an earlier full audit, after a --protocol validation run) go.
-AUDIT_OUTPUTS = ("report.json", "*_box.png", "*_traces.png")
+AUDIT_OUTPUTS = ("report.json", "*_box.png", "*_traces.png", "keep_wider_*.json")
 
 
 @dataclass
@@ -61,7 +62,7 @@ class Audit:
 
 
 def audit(
-    devices: str | Sequence[str],
+    devices: str | Sequence[str] = (),
     *,
     kernel: str = DEFAULT_KERNEL,
     config: str | None = None,
@@ -78,6 +79,9 @@ def audit(
     store: str | bool = False,
     tags: Sequence[str] = (),
     progress: ProgressChoice | Progress = "auto",
+    model: str | Path | None = None,
+    inputs: Inputs = None,
+    **model_settings: Any,
 ) -> Audit:
     """Audit one device (``"groq"``, ``"ipu:fp16"``) or several side by side against the CPU reference.
 
@@ -87,10 +91,19 @@ def audit(
     baselines instead of reading them from the baseline cache; ``out`` also writes ``report.json``
     and the PNG plots there; ``store`` records the report (``True``: the default store, or a URL).
     Wrong names and options raise :class:`hwbench.core.errors.UsageError` before any work.
+
+    ``model``: a user's ONNX file audited node by node with ``inputs`` (``.npz`` or arrays; default
+    generated) and :func:`hwbench.library.model.model_options`'s keywords (docs/models.md).
     """
     from hwbench.accuracy.audit import AuditSettings
     from hwbench.core.plugins import get_registry
+    from hwbench.library.model import AUDIT_KEYWORDS, check_keywords
 
+    given = {**model_settings, **({"inputs": inputs} if inputs is not None else {})}
+    check_keywords("audit", given, (*AUDIT_KEYWORDS, "inputs"), model)
+    options: dict[str, Any] = {"config": config} if config else {}
+    if model is not None:
+        kernel, options = _model_kernel(kernel, model, inputs, model_settings)
     registry = get_registry()
     registry.kernel(kernel)  # an unknown kernel: a UsageError naming the registered ones
     names = (devices,) if isinstance(devices, str) else tuple(devices)  # none: the protocols say what they need
@@ -102,12 +115,24 @@ def audit(
         seed=seed,
         protocols=tuple(protocols),
         engine=engine,
-        options={"config": config} if config else {},
+        options=options,
         cache=cache,
     )
     result = audit_candidates(registry, settings, candidates, out=out, progress=make_progress(progress))
     record_if(store, result.report, tags)
     return result
+
+
+def _model_kernel(
+    kernel: str, model: str | Path, inputs: Inputs, settings: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """``audit(model=...)``: the ``onnx`` kernel and its protocol's options."""
+    from hwbench.library.model import model_options
+    from hwbench.plugins import MODEL_KERNEL
+
+    if kernel not in (DEFAULT_KERNEL, MODEL_KERNEL):
+        raise UsageError(f"model= audits the model file; it cannot be combined with kernel='{kernel}'")
+    return MODEL_KERNEL, model_options(model, inputs=inputs, **settings)
 
 
 def resolve_candidates(
@@ -164,10 +189,12 @@ def audit_candidates(
         result = Audit(report, data)
         if folder is not None:
             from hwbench.core.results import write_json
+            from hwbench.library.model import write_precision_maps
             from hwbench.library.plots import audit_plots
 
             result.written.append(write_json(report, folder.path / "report.json", folder.files))
             result.written += audit_plots(data, folder.path, folder.files)
+            result.written += write_precision_maps(report, folder.path, folder.files)
     return result
 
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +34,10 @@ class Run:
     """
 
     result: RunResult
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)  # a model's outputs, by output name
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("report", "result", "data"):  # not set yet (copy, unpickle)
+        if name.startswith("__") or name in ("report", "result", "data", "outputs"):  # not set yet (copy, unpickle)
             raise AttributeError(name)
         return getattr(self.result, name)
 
@@ -88,23 +89,22 @@ def run(
     energy_model: bool = False,
     store: str | bool = False,
     notify: Notify | None = None,
+    model: str | Path | None = None,
+    **model_settings: Any,
 ) -> Run:
     """Run ``kernel`` on ``device`` once (``repeats`` timed runs, minimum reported) for ``ms`` ms.
 
     ``workload``: a saved workload (.npz path or object) instead of ``cells``/``connected``/``seed``;
     ``out`` writes the result JSON, ``save_workload`` the workload, both or neither; ``store`` records
     the result (``True``: the default store, or a URL); ``notify`` receives one-line progress notes.
+    ``model``: a user's ONNX file instead (``inputs``, ``outputs``, ...: :func:`_run_model`, docs/models.md).
     """
+    if model is not None or model_settings:
+        return _run_model(locals())
     from hwbench.core.energy import EnergyMeter
     from hwbench.core.kernel import Workload
     from hwbench.core.plugins import get_registry
-    from hwbench.core.runner import (
-        build,
-        complete_timing,
-        measure_runs,
-        prepare,
-        timing_record,
-    )
+    from hwbench.core.runner import build, complete_timing, measure_runs, prepare, timing_record
 
     say = notify or (lambda _text: None)
     if out and save_workload and Path(out).resolve() == Path(save_workload).resolve():
@@ -128,6 +128,26 @@ def run(
     _write_outputs(prep, result, out, save_workload, say)
     record_if(store, result)
     return Run(result)
+
+
+def _run_model(args: dict[str, Any]) -> Run:
+    """``run(model=...)``: the ``onnx`` kernel fed the file, once on ``device`` (``"h100:fp8-e4m3"``), with
+    ``inputs`` (an ``.npz`` path or arrays by input name; else generated: ``shapes``, ``input_range``,
+    ``seed``), ``max_memory``; ``outputs`` writes the outputs as ``.npz`` and ``Run.outputs`` holds them."""
+    from hwbench.library.model import RUN_KEYWORDS, check_keywords, model_options, run_model
+    from hwbench.plugins import MODEL_KERNEL
+
+    if args["kernel"] not in (DEFAULT_KERNEL, MODEL_KERNEL) or args["workload"] is not None:
+        raise UsageError("a model run takes its model file and inputs, not a kernel or a workload")
+    name, _, spec_mode = str(args["device"]).partition(":")
+    given = dict(args["model_settings"])
+    check_keywords("run", given, RUN_KEYWORDS, args["model"])
+    outputs = given.pop("outputs", None)
+    options = model_options(args["model"], **given)
+    result, arrays = run_model(name, spec_mode or args["mode"], options, seed=args["seed"], repeats=args["repeats"],
+                               outputs=outputs, out=args["out"])  # fmt: skip
+    record_if(args["store"], result)
+    return Run(result, arrays)
 
 
 def _preflight(

@@ -16,6 +16,7 @@ from typing import Any
 from hwbench import __version__
 from hwbench.core.results import HOST_TIME
 from hwbench.report import charts
+from hwbench.report.nodes import node_sections
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:70em;color:#222;
@@ -218,15 +219,21 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
         )
         body = f"<p>{esc(p.get('description'))} <span class='muted'>{esc(p.get('reduced') or '')}</span></p>"
         body += f"<p>regime: {esc(p.get('regime'))}; protocol verdict: <b>{esc(p.get('verdict'))}</b></p>"
-        body += verdicts + table(headers, [_run_row(r) for r in runs])
+        if p.get("candidates"):  # a model's or a function's runs: what computed each, and how long it took
+            headers = ["run", "role", "execution", "profile", "engine", "setup s", "run s"]
+            keys = ("label", "role", "execution", "profile", "engine", "setup_s", "run_s")
+            body += verdicts + table(headers, [[r.get(k) for k in keys] for r in runs])
+        else:
+            body += verdicts + table(headers, [_run_row(r) for r in runs])
         body += host_time_note(runs, "run times (s)") + native_parts(runs)
-        devs, diverged = deviation_bars(runs)
+        devs, diverged = deviation_bars(runs) if not p.get("candidates") else ([], {})
         if devs or diverged:
             ylabel = f"max |dV| versus the CPU fp32 reference ({unit or 'probe units'}, log)"
             uri = charts.bar_chart([d[0] for d in devs], [d[1] for d in devs], title=f"{p['name']}: max |dV| per run",
                                    ylabel=ylabel, diverged=diverged)  # fmt: skip
             body += image(uri, f"{p['name']} deviation plot")
         body += "".join(divergence_traces(r, unit) for r in runs)
+        body += node_sections(p, esc, table, image)  # a model's or a function's candidates, node by node
         body += metric_table(runs)
         out.append(section(f"Protocol {p.get('name')}", body))
     return out

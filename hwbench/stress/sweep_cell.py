@@ -67,6 +67,7 @@ class CellSettings(BaseModel):
     quick: bool = False
     share_base_runs: bool = True  # reuse a worker's reference / gold / ensemble traces across cells
     baseline_cache: bool = True  # read and keep them in the audit's on-disk baseline cache (sweep --no-cache)
+    options: dict[str, Any] = Field(default_factory=dict)  # protocol options of every cell (a model's file, inputs)
 
 
 class CellOutcome(BaseModel):
@@ -131,6 +132,7 @@ def run_cell(cell: Cell, settings: CellSettings, base_runs: BaseRunCache | None 
         refine_factors=(cell.dt,) if cell.dt > 1 else (),
         threads=_worker_threads(),
         cache=settings.baseline_cache,
+        options=dict(settings.options),
     )
     try:
         registry = get_registry()

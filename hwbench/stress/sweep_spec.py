@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -110,6 +110,9 @@ class SweepSpec(BaseModel):
     seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] = Field(default_factory=lambda: [STUDY_SEED], min_length=1)
     dt: list[int] = Field(default_factory=lambda: [1], min_length=1)
     cells: list[Cell] | None = None
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="protocol options every cell's audit takes (a model's file and inputs)"
+    )
 
     @field_validator("dt")
     @classmethod

@@ -117,7 +117,7 @@ EXTERNAL = {
 """External-data cases: the location each model's weight names, and the fragment of its refusal."""
 
 CASES = [
-    BadModel("missing", "models/missing.onnx", "no such ONNX file"),
+    BadModel("missing", "models/missing.onnx", "no such file"),
     BadModel("folder", "models/a_folder.onnx", "not a file"),
     BadModel("text", "models/text.onnx", "not a valid ONNX model"),
     BadModel("empty", "models/empty.onnx", "not a valid ONNX model"),

@@ -56,7 +56,9 @@ def test_one_auditor_class_remains() -> None:
 
 def test_every_builtin_protocol_is_registered_through_the_hook() -> None:
     registry = get_registry()
-    assert list(registry.protocols) == ["validation", "stress", "spike-train", "dl-primitives", "training-precision"]
+    assert list(registry.protocols) == [
+        "validation", "stress", "spike-train", "dl-primitives", "onnx-model", "training-precision"
+    ]  # fmt: skip
     for protocol in registry.protocols.values():
         assert protocol.info.runs and protocol.info.compares and protocol.info.verdict and protocol.info.floor
 

@@ -128,6 +128,32 @@ def registry() -> Iterator[host.Registry]:
     host._cached = saved
 
 
+def _model_inputs(folder: Path) -> None:
+    """A model's inputs gone wrong (issue 40, inputs): a good model (the MLP of tests/data/models, input
+    ``x`` float32 [8, 16]) and one with a symbolic batch, inputs files with a missing, an extra, a
+    float64 and a misshapen array, labels that are no class indices, and precision maps that are not."""
+    import shutil
+
+    from onnx import TensorProto, helper, save
+
+    data = Path(__file__).resolve().parents[1] / "data" / "models"
+    shutil.copy(data / "mlp.onnx", folder / "m.onnx")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "sym", [x], [y])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(folder / "sym.onnx"))
+    good = np.zeros((8, 16), np.float32)
+    np.savez(folder / "in_names.npz", z=good)
+    np.savez(folder / "in_extra.npz", x=good, z=good)
+    np.savez(folder / "in_f64.npz", x=good.astype(np.float64))
+    np.savez(folder / "in_shape.npz", x=np.zeros((8, 8), np.float32))
+    np.save(folder / "labels_float.npy", np.zeros(8))
+    (folder / "labels_text.npy").write_text("0 1 2\n")
+    (folder / "kw_text.json").write_text("keep these wider\n")
+    (folder / "kw_empty.json").write_text("{}\n")
+    (folder / "kw_unknown.json").write_text('{"keep_wider": ["no such node"]}\n')
+
+
 @pytest.fixture(scope="module")
 def arena(tmp_path_factory: pytest.TempPathFactory, registry: host.Registry) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("arena")
@@ -143,6 +169,7 @@ def arena(tmp_path_factory: pytest.TempPathFactory, registry: host.Registry) -> 
     # --- ONNX models (the evaluator's loader): hostile files under models/, a secret beside them
     write_bad_models(folder / "models")
     # --- end of ONNX models
+    _model_inputs(folder)
     lock = os.open(folder / "locked" / ".hwbench.lock", os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # "another hwbench" writing this folder
     try:

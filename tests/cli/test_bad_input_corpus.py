@@ -45,6 +45,39 @@ def numbers(prefix: list[str], option: str, values: dict[str, str], fragment: st
 
 
 NOT_FINITE = {"nan": "nan", "inf": "inf", "-inf": "-inf", "1e400": "1e400", "word": "abc", "empty": ""}
+MODEL_RUN = ["run", "--model", "m.onnx", "--no-store"]  # a model's run and audit (issue 40): model.onnx is the
+MODEL_AUDIT = ["audit", "--model", "m.onnx", "-d", "h100:fp8-e4m3", "--no-store"]  # MLP of tests/data/models
+MODEL_INPUT_CASES = [  # (id, options, exit code, fragment), refused alike by run and audit
+    ("inputs-missing", ["--inputs", "nope.npz"], 2, "no such file"),
+    ("inputs-dir", ["--inputs", "dir"], 2, "is a folder"),
+    ("inputs-fifo", ["--inputs", "fifo"], 2, "not a regular file"),
+    ("inputs-garbage", ["--inputs", "garbage.npz"], 2, "is not a readable .npz of arrays"),
+    ("inputs-text", ["--inputs", "text.npz"], 2, "is not a readable .npz of arrays"),
+    ("inputs-names", ["--inputs", "in_names.npz"], 2, "has no array 'x'; the graph's inputs are: x"),
+    ("inputs-extra", ["--inputs", "in_extra.npz"], 2, "has array 'z', which is no graph input"),
+    ("inputs-dtype", ["--inputs", "in_f64.npz"], 2, "input 'x' is float64; the graph declares float32"),
+    ("inputs-shape", ["--inputs", "in_shape.npz"], 2, "input 'x' dimension 1 is 16 in the graph (8, 16), got 8"),
+    ("inputs-huge", ["--inputs", "huge_arrays.npz"], 4, "GiB"),
+    ("inputs+shape", ["--inputs", "in_f64.npz", "--shape", "x:8,16"], 2, "the given inputs fix their own"),
+    ("symbolic", ["--model", "sym.onnx"], 2, "graph input 'x' has symbolic dimension 'batch': give its size"),
+    ("shape-zero", ["--shape", "x:0,16"], 2, "dimensions must be positive integers"),
+    ("shape-word", ["--shape", "x:a,16"], 2, "dimensions must be positive integers"),
+    ("shape-no-colon", ["--shape", "x"], 2, "expected NAME:D0,D1"),
+    ("shape-empty", ["--shape", ""], 2, "expected NAME:D0,D1"),
+    ("shape-not-input", ["--shape", "y:8,16"], 2, "--shape names 'y', which is no graph input"),
+    ("shape-contradicts", ["--shape", "x:8,8"], 2, "dimension 1 is 16 in the graph"),
+    ("shape-rank", ["--shape", "x:8"], 2, "has 2 dimension(s)"),
+    ("shape-twice", ["--model", "sym.onnx", "--shape", "x:2,16", "--shape", "x:3,16"], 2, "--shape x is given twice"),
+    ("range-reversed", ["--input-range", "1,0"], 2, "LO < HI"),
+    ("range-nan", ["--input-range", "nan,1"], 2, "two finite numbers"),
+    ("range-inf", ["--input-range", "-inf,inf"], 2, "two finite numbers"),
+    ("range-one", ["--input-range", "1"], 2, "expected LO,HI"),
+    ("range-empty", ["--input-range", ""], 2, "expected LO,HI"),
+    ("memory-zero", ["--max-memory", "0"], 2, "--max-memory '0': expected a positive size"),
+    ("memory-word", ["--max-memory", "lots"], 2, "expected a positive size"),
+    ("memory-unit", ["--max-memory", "5X"], 2, "expected a positive size"),
+    ("memory-over", ["--max-memory", "1k"], 4, "--max-memory allows"),
+]
 CASES: list[Case] = [
     # ---------------------------------------------------------------- numbers: command options
     *numbers(RUN, "--ms", {**NOT_FINITE, "neg": "-1", "zero": "0"}, "'--ms': must be a finite number > 0"),
@@ -486,6 +519,59 @@ CASES: list[Case] = [
     Case("train-deploy", ["train", "--deploy", "nope"], 2, "is not one of 'loihi', 'spinnaker'"),
     Case("train-bench-batch", ["train-bench", "--batch", "-1"], 2, "'--batch': must be an integer from 1"),
     Case("train-bench-typo", ["train-bench", "--epochs", "3"], 2, "No such option '--epochs'"),
+    # ---------------------------------------------------------------- a model's inputs (issue 40)
+    *[
+        Case(f"model-{k}", [*argv, *opts], code, frag)
+        for argv in (MODEL_RUN, MODEL_AUDIT)
+        for k, opts, code, frag in MODEL_INPUT_CASES
+        for k in [f"{argv[0]}-{k}"]
+    ],
+    Case("model-run-outputs-dir", [*MODEL_RUN, "--outputs", "dir"], 2, "is a folder; give a file path"),
+    Case("model-run-outputs-fifo", [*MODEL_RUN, "--outputs", "fifo"], 2, "not a regular file"),
+    Case("model-run-outputs=out", [*MODEL_RUN, "--outputs", "o.npz", "--out", "o.npz"], 2, "name the same file"),
+    Case(
+        "model-run-keeps-existing", [*MODEL_RUN, "--inputs", "in_f64.npz", "--outputs", "existing.json"], 2, "float64"
+    ),
+    Case("model-run-cells", [*MODEL_RUN, "--cells", "64"], 2, "--model cannot be combined with --cells"),
+    Case("model-run-kernel", [*MODEL_RUN, "-k", "gemm"], 2, "--model cannot be combined with --kernel"),
+    Case("model-run-workload", [*MODEL_RUN, "--workload", "w64.npz"], 2, "--model cannot be combined with --workload"),
+    Case("model-run-outputs-alone", [*RUN, "--outputs", "o.npz"], 2, "--outputs is an option of a model"),
+    Case("model-run-inputs-alone", [*RUN, "--inputs", "in_f64.npz"], 2, "--inputs is an option of a model"),
+    Case("model-run-loihi", [*MODEL_RUN, "-d", "loihi"], 4, "has no floating-point arithmetic"),
+    Case("model-audit-spinnaker", [*MODEL_AUDIT[:3], "-d", "spinnaker"], 4, "has no floating-point arithmetic"),
+    Case("model-audit-no-device", MODEL_AUDIT[:3], 2, "give at least one --device"),
+    Case("model-audit-kernel", [*MODEL_AUDIT, "-k", "gemm"], 2, "--model cannot be combined with --kernel"),
+    Case("model-audit-rtol-alone", [*AUDIT, "-d", "groq", "--rtol", "0.1"], 2, "--rtol is an option of a model"),
+    Case("model-audit-map-no-target", [*MODEL_AUDIT, "--precision-map"], 2, "--precision-map needs a target"),
+    *numbers(MODEL_AUDIT, "--rtol", {"neg": "-1", "nan": "nan", "inf": "inf", "word": "tight"}, "'--rtol'"),
+    *numbers(MODEL_AUDIT, "--atol", {"neg": "-0.5", "1e400": "1e400", "empty": ""}, "'--atol'"),
+    Case("model-audit-labels-float", [*MODEL_AUDIT, "--labels", "labels_float.npy"], 2, "non-negative integer classes"),
+    Case("model-audit-labels-text", [*MODEL_AUDIT, "--labels", "labels_text.npy"], 2, "is not a .npy array"),
+    Case("model-audit-labels-missing", [*MODEL_AUDIT, "--labels", "nope.npy"], 2, "no such file"),
+    Case("model-audit-keep-text", [*MODEL_AUDIT, "--keep-wider", "kw_text.json"], 2, "is not JSON"),
+    Case("model-audit-keep-empty", [*MODEL_AUDIT, "--keep-wider", "kw_empty.json"], 2, '{"keep_wider": ["node name"'),
+    Case(
+        "model-audit-keep-unknown", [*MODEL_AUDIT, "--keep-wider", "kw_unknown.json"], 2, "node 'no such node', which"
+    ),
+    Case("model-audit-keep-dir", [*MODEL_AUDIT, "--keep-wider", "dir"], 2, "is a folder"),
+    Case(
+        "model-audit-wider-same", [*MODEL_AUDIT, "--keep-wider", "kw_unknown.json", "--wider", "fp8-e4m3"], 2, "--wider"
+    ),
+    Case(
+        "model-audit-wider-unknown",
+        [*MODEL_AUDIT, "--precision-map", "--rtol", "1", "--wider", "fp64"],
+        2,
+        "--wider fp64",
+    ),
+    Case("model-audit-locked-out", [*MODEL_AUDIT, "--out", "locked"], 4, "another hwbench"),
+    Case(
+        "model-sweep-kernel",
+        ["sweep", "--model", "m.onnx", "-k", "gemm"],
+        2,
+        "--model cannot be combined with --kernel",
+    ),
+    Case("model-sweep-inputs-alone", ["sweep", "--inputs", "in_f64.npz"], 2, "--inputs is an option of a model"),
+    Case("model-sweep-bad-inputs", ["sweep", "--model", "m.onnx", "--inputs", "in_names.npz"], 2, "has no array 'x'"),
     # a failing run must not clobber an earlier result, nor leave its other output
     Case("run-fails-keeps-existing", [*RUN, "--set", "dt=0", "--out", "existing.json"], 2, "'dt' must be"),
     Case(

@@ -27,5 +27,6 @@ def test_library_notebook_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "FAIL" in texts  # the GroqChip's verdict, printed
     assert "removable singularity" in texts  # the forensics' explanation of the first divergence
     assert 'class="verdict FAIL"' in htmls  # the audit rendered as HTML (the report page's banner)
+    assert "Node by node: h100:fp8-e4m3" in htmls  # a user's model audited node by node, its page rendered
     assert "<progress" in htmls  # progress shown in the notebook while it ran
     assert "image/png" in " ".join(str(o.get("data", {}).keys()) for o in outputs)  # the traces plot

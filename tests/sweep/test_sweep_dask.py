@@ -292,3 +292,21 @@ def test_a_dl_sweep_answers_which_widths_keep_within_the_devices_own_bound(tmp_p
         for p in report["protocols"]:
             (cand,) = [r for r in p["runs"] if r["role"] == "candidate"]
             assert cand["deviation"]["bound_of"] == "tpu-v3-default"
+
+
+def test_a_model_sweep_answers_which_matrix_input_width_it_needs(tmp_path: Path):
+    """A user's model (the PyTorch MLP of tests/data/models) swept over the TPU's matrix-input width:
+    7 fraction bits (bf16) miss the tolerance, 10 meet it; every cell audited the model's file."""
+    models = Path(__file__).resolve().parents[1] / "data" / "models"
+    proc = hwbench(
+        "sweep", "--model", str(models / "mlp.onnx"), "--inputs", str(models / "mlp_inputs.npz"), "--device", "tpu-v3",
+        "--grid", "matmul_input:7,10", "--rtol", "0.01", "--atol", "0.001",
+        "--dir", str(tmp_path), "--id", "m", "--workers", "1", "--no-store", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (row,) = SweepResult.model_validate(json.loads(proc.stdout)).sensitivity
+    assert row.verdicts[7] == "FAIL" and row.verdicts[10] == "PASS", row.verdicts
+    for line in (tmp_path / "m" / "cells.jsonl").read_text().splitlines():
+        report = json.loads(line)["report"]
+        assert report["settings"]["kernel"] == "onnx" and report["protocols"][0]["protocol"] == "onnx-model"
+        assert report["settings"]["options"]["model"].endswith("mlp.onnx")

@@ -75,15 +75,21 @@ def fold(graph: OnnxGraph, constants: Mapping[str, np.ndarray], host: Arith) -> 
     """The constants plus every node output computable from constants alone, computed on the host
     (a compiler's constant folding): what the chip program then reads as constants."""
     env = dict(constants)
-    for index, (node, info) in enumerate(zip(graph.nodes, graph.infos)):
-        if not all(not i or i in env for i in node.input):
-            continue
-        args = [env[i] if i else None for i in node.input]
-        call = Call(node, info.name, graph.attrs[index], args, [False] * len(args), host, graph.opset_of(node), host)
-        for out_name, value in zip(node.output, _run_node(graph, index, call, None)):
-            if out_name:
-                env[out_name] = to_carrier(np.asarray(host.lower(value)), host.dtype)
+    for index, node in enumerate(graph.nodes):
+        if all(not i or i in env for i in node.input):
+            _fold_node(graph, index, env, host)
     return env
+
+
+def _fold_node(graph: OnnxGraph, index: int, env: dict[str, Any], host: Arith) -> None:
+    """Node ``index`` computed on the host from ``env`` (constants, and shapes of run-time tensors,
+    which are static), its outputs written to ``env`` as host arrays in the carrier dtype."""
+    node, info = graph.nodes[index], graph.infos[index]
+    args = [env[i] if i else None for i in node.input]
+    call = Call(node, info.name, graph.attrs[index], args, [False] * len(args), host, graph.opset_of(node), host)
+    for out_name, value in zip(node.output, _run_node(graph, index, call, None)):
+        if out_name:
+            env[out_name] = to_carrier(np.asarray(host.lower(value)), host.dtype)
 
 
 def evaluate(
@@ -120,7 +126,7 @@ def evaluate(
         if not any(flags):
             if any(o and o not in env for o in node.output):  # reads a static shape: known now
                 static = static or _host(arith.dtype)
-                _run_static(graph, index, env, static)
+                _fold_node(graph, index, env, static)
             continue  # folded
         chip = overrides.get(info.name, arith)
         args = [(chip.lift(chip.lower(env[i])) if f else env[i]) if i else None for i, f in zip(node.input, flags)]
@@ -149,19 +155,6 @@ def _host(dtype: np.dtype) -> Arith:
     from hwbench.core.engines.numpy_engine import NumpyOps
 
     return Arith(NumpyOps(dtype), "numpy", label="host (constant folding)")
-
-
-def _run_static(graph: OnnxGraph, index: int, env: dict[str, Any], host: Arith) -> None:
-    """A node of compile-time values only that could not be folded before the shapes were known
-    (it reads a ``Shape`` of a run-time tensor): computed on the host while the program is built."""
-    node = graph.nodes[index]
-    args = [env[i] if i else None for i in node.input]
-    call = Call(
-        node, graph.infos[index].name, graph.attrs[index], args, [False] * len(args), host, graph.opset_of(node), host
-    )
-    for out_name, value in zip(node.output, _run_node(graph, index, call, None)):
-        if out_name:
-            env[out_name] = to_carrier(np.asarray(host.lower(value)), host.dtype)
 
 
 def _run_node(graph: OnnxGraph, index: int, call: Call, hook: NodeHook | None) -> list[Any]:

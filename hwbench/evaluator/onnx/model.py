@@ -72,7 +72,7 @@ def parse(path: Path) -> Any:
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such ONNX file") from None
+        raise UsageError(f"{path}: no such file (an ONNX model is expected)") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the ONNX file ({exc.strerror})") from None
     if not stat.S_ISREG(info.st_mode):

@@ -262,13 +262,36 @@ class _Rewriter:
             tmp = self.fresh("gathered")
             self.matmul(m, data, tmp, nodes)
             self.reshape(tmp, tuple(idx.shape) + rest, out, nodes)
-        else:
-            raise LoweringError(
-                f"Gather '{node.name or out}' on axis {axis} of a rank-{len(shape)} tensor: only the "
-                "first or the last axis can be lowered to a one-hot product"
+        else:  # a middle axis: moved last (an exact transpose), gathered there, the index moved back
+            self._gather_middle(
+                node, shape, axis, idx, self.matrix("gather", (n, flat.size), ident, build, nodes), nodes
             )
         self.report.lowered["Gather"] += 1
         return nodes
+
+    def _gather_middle(
+        self, node: Any, shape: tuple[int, ...], axis: int, idx: np.ndarray, onehot: str, nodes: list[Any]
+    ) -> None:
+        """A gather on a middle axis as the last-axis product: the data transposed so the axis is last,
+        multiplied by the one-hot matrix, reshaped and transposed so the index's axes stand where
+        the gathered axis stood (ONNX's order). Transposes move data and compute nothing: the
+        arithmetic is the last-axis gather's (an assumption about the chip's compiler)."""
+        import onnx
+
+        rank = len(shape)
+        moved = self.fresh("axis_last")
+        nodes.append(
+            onnx.helper.make_node(
+                "Transpose", [node.input[0]], [moved], perm=[*range(axis), *range(axis + 1, rank), axis]
+            )
+        )
+        gathered, shaped = self.fresh("gathered"), self.fresh("gathered_shaped")
+        self.matmul(moved, onehot, gathered, nodes)
+        rest = (*shape[:axis], *shape[axis + 1 :])
+        self.reshape(gathered, (*rest, *idx.shape), shaped, nodes)
+        k = idx.ndim
+        order = [*range(axis), *range(rank - 1, rank - 1 + k), *range(axis, rank - 1)]
+        nodes.append(onnx.helper.make_node("Transpose", [shaped], [node.output[0]], perm=order))
 
     def _scatter(self, node: Any) -> list[Any]:
         import onnx

@@ -12,6 +12,7 @@ KERNEL_MODULES = (
     "hwbench.plugins.kernels.io_ehh",
     "hwbench.plugins.kernels.lif",
     "hwbench.plugins.kernels.dl",
+    "hwbench.plugins.kernels.model",
 )
 
 
