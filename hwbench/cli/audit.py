@@ -16,6 +16,7 @@ from hwbench.cli import validate
 from hwbench.cli.common import parse_set
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
+from hwbench.cli.sharding import SHARD_OPTION
 from hwbench.core.audit_protocol import STUDY_SEED
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hwbench.library.progress import RichProgress
@@ -82,6 +83,7 @@ def _fmt(x: float | None, unit: str = "") -> str:
     default=None,
     help="Write report.json and PNG plots here (replacing an earlier audit's; locked while running).",
 )
+@SHARD_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only on stdout.")
 @store_options
 def audit(
@@ -99,6 +101,7 @@ def audit(
     no_cache: bool,
     strict: bool,
     out: str | None,
+    shard: int | None,
     as_json: bool,
 ) -> int:
     """Audit devices against the CPU reference: verdict, table, plots, JSON report.
@@ -126,6 +129,7 @@ def audit(
         cache=not no_cache,
         out=out,
         progress=RichProgress(console=stderr, transient=as_json),
+        shard=shard,
     )
     registry = get_registry()
     report = result.report

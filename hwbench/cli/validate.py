@@ -169,6 +169,24 @@ class InFile(click.ParamType[str]):
         return str(value)
 
 
+class Coordinator(click.ParamType[str]):
+    """``HOST:PORT`` of a multi-process run's process 0 (``[v6-address]:PORT`` for IPv6)."""
+
+    name = "host:port"
+
+    def describe(self) -> str:
+        return "HOST:PORT with a port from 1 to 65535"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from hwbench.core.distributed import parse_coordinator
+
+        try:
+            parse_coordinator(str(value))
+        except UsageError:
+            self.fail(f"must be {self.describe()}, got {str(value)[:40]!r}", param, ctx)
+        return str(value)
+
+
 def given(ctx: click.Context, name: str) -> bool:
     """Whether the user set option ``name`` (on the command line or through the environment)."""
     source = ctx.get_parameter_source(name)
@@ -197,3 +215,7 @@ SEED = BoundedInt(0, 2**32 - 1)
 REPEATS = BoundedInt(1, 10_000)
 POSITIVE_MS = FiniteFloat(0.0, low_open=True)
 CELLS = BoundedInt(1, None)
+SHARDS = BoundedInt(1, 4096)
+PROCESSES = BoundedInt(1, 65536)
+PROCESS_ID = BoundedInt(0, 65535)
+COORDINATOR = Coordinator()

@@ -38,6 +38,7 @@ class BenchPlan:
     seed: int = STUDY_SEED
     energy: bool = True
     energy_model: bool = False
+    shards: int | None = None  # JAX devices each network is split over (None: one)
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def configs(self) -> list[tuple[str | None, bool, int]]:
@@ -67,6 +68,7 @@ def run_bench(
                 size=size,
                 connected=connected,
                 seed=plan.seed,
+                shards=plan.shards,
             )
             executor, setup_s = build(prep, engine=engine)
             inputs = kernel.default_inputs(prep.workload)
@@ -91,6 +93,7 @@ def run_bench(
         "repeats": plan.repeats,
         "steps_per_call": kernel.info.sample_every,
         "seed": plan.seed,
+        "shards": plan.shards or 1,
         "energy": "metered over each timed run (RAPL / NVML where readable)" if plan.energy else "off",
         "energy_model": plan.energy_model,
         "source": "Landsmeer et al., Neurocomputing 2024 (performance protocol); specs/io-ehh.md",

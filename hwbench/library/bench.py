@@ -66,12 +66,14 @@ def bench(
     energy_model: bool = False,
     store: str | bool = False,
     progress: ProgressChoice | Progress = "auto",
+    shard: int | None = None,
 ) -> Bench:
     """Time ``kernel`` on ``device`` over sizes (``cells``: cell counts; default the study's short
     list, ``full`` its whole list) and connectivity; min of ``repeats`` runs of ``ms`` ms each.
 
     Writes bench.json and bench.png into ``out`` (default ``results/bench-DEVICE-KERNEL-STAMP``);
-    ``store`` records the result (``True``: the default store, or a URL).
+    ``store`` records the result (``True``: the default store, or a URL); ``shard`` splits every
+    network over that many JAX devices (docs/scaling.md).
     """
     from hwbench.core.bench import BenchPlan
     from hwbench.core.plugins import get_registry
@@ -84,10 +86,10 @@ def bench(
     if not connectivity:
         raise UsageError("connectivity must name at least one of False (unconnected) and True (connected)")
     size_list = list(cells) if cells else [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
-    check_sizes(k, size_list, tuple(connectivity), ms)
+    check_sizes(k, size_list, tuple(connectivity), ms, shard)
     plan = BenchPlan(kernel=kernel, device=device, mode=mode, engines=tuple(engines) or (None,), sizes=size_list,
                      connectivity=tuple(connectivity), simulated_ms=ms, repeats=repeats, energy=energy,
-                     energy_model=energy_model, seed=seed)  # fmt: skip
+                     energy_model=energy_model, seed=seed, shards=shard)  # fmt: skip
     result = bench_plan(registry, plan, default_out(out, device, kernel), make_progress(progress))
     record_if(store, result.result)
     return result
@@ -111,15 +113,19 @@ def check_device(registry: Registry, kernel: Kernel, device: str, mode: str | No
         registry.engine(name)
 
 
-def check_sizes(kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float) -> None:
-    """A size the kernel cannot build, or whose traces would not fit, fails now, not after the others ran."""
-    from hwbench.core.runner import check_trace_memory
+def check_sizes(
+    kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float, shard: int | None = None
+) -> None:
+    """A size the kernel cannot build (or split over ``shard`` devices), or whose traces would not
+    fit, fails now, not after the others ran."""
+    from hwbench.core.runner import check_shards, check_trace_memory
     from hwbench.library.run import samples_for
 
     nsamples = samples_for(kernel, ms)
     for size in sizes:
         for connected in connectivity:
             kernel.check_size(size, connected=connected)
+            check_shards(kernel, size, shard, connected=connected)
         check_trace_memory(size, nsamples, 0)
 
 
