@@ -261,10 +261,11 @@ def _prod(shape: tuple[int, ...]) -> int:
     return out
 
 
-def check_engine(engine: Engine) -> None:
+def check_engine(engine: Engine) -> JaxEngine:
     """Only the JAX engine splits a run over devices."""
     if not isinstance(engine, JaxEngine):
         raise UsageError(f"engine '{engine.name}' cannot shard a run; --shard runs on the jax engine (jax.sharding)")
+    return engine
 
 
 def build_sharded(
@@ -287,7 +288,7 @@ def build_sharded(
 
     from hwbench.core.sharding import check_shard_count
 
-    check_engine(engine)
+    jax_engine = check_engine(engine)
     shards = check_shard_count(shards)
     ok, reason = engine.available()
     if not ok:
@@ -299,7 +300,7 @@ def build_sharded(
     with x64_mode(np_dtype):
         raw = sharded_ops(kernel, workload, np_dtype, shards, exchange=exchange)
         ops = raw if ops_wrapper is None else ops_wrapper(raw)
-        executor = ShardedJaxExecutor(kernel, workload, np_dtype, se, ops, engine.tuning, raw)
+        executor = ShardedJaxExecutor(kernel, workload, np_dtype, se, ops, jax_engine.tuning, raw)
     executor.engine_name = engine.name
     executor.setup_s = time.perf_counter() - start
     return executor
