@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 from hwbench.core.errors import UsageError
 
-__all__ = ["ShardLayout", "check_shard_count", "shard_layout"]
+__all__ = ["ShardLayout", "check_shard_count", "shard_layout", "with_positions"]
 
 
 def check_shard_count(shards: object) -> int:
@@ -52,7 +52,8 @@ class ShardLayout:
     the padded length of each pass; ``pass_counts[s, k]``: real entries of pass ``k`` on shard
     ``s`` (entries ``i >= pass_counts[s, k]`` are padding: computed and discarded); ``sources``:
     each connection's index into the shard's extended array (own cells, halo from below, halo
-    from above); ``positions``: each connection's position in the global list (padding: 0);
+    from above); ``positions``: each connection's position in the global list (int32; padding: 0;
+    None until :func:`with_positions` adds them: only an emulation's random bits need them);
     ``send_up[s]`` / ``send_down[s]``: local indices of the cells shard ``s`` sends to shard
     ``s + 1`` / ``s - 1`` (mod ``count``), padded with 0; ``degree_max``: the widest in-degree.
     """
@@ -63,7 +64,7 @@ class ShardLayout:
     pass_sizes: tuple[int, ...]
     pass_counts: np.ndarray
     sources: np.ndarray
-    positions: np.ndarray
+    positions: np.ndarray | None
     send_up: np.ndarray
     send_down: np.ndarray
 
@@ -93,11 +94,13 @@ class ShardLayout:
 
 
 def shard_layout(src: np.ndarray, tgt: np.ndarray, size: int, owner: np.ndarray) -> ShardLayout:
-    """The :class:`ShardLayout` of a connection list (``src[j] -> tgt[j]``) over owners ``owner``."""
+    """The :class:`ShardLayout` of a connection list (``src[j] -> tgt[j]``) over owners ``owner``.
+
+    Per-connection arrays are int32 and freed as soon as they are used (a million cells have ten
+    million connections: 40 MB per int32 copy)."""
     import numpy as np
 
-    src = np.asarray(src, dtype=np.int64).reshape(-1)
-    tgt = np.asarray(tgt, dtype=np.int64).reshape(-1)
+    src, tgt = _int32(src), _int32(tgt)
     owner = np.asarray(owner, dtype=np.int64).reshape(-1)
     count = int(owner.max(initial=0)) + 1
     per = np.bincount(owner, minlength=count)
@@ -105,25 +108,16 @@ def shard_layout(src: np.ndarray, tgt: np.ndarray, size: int, owner: np.ndarray)
         raise UsageError(f"a partition must give each of {count} shards {size // max(count, 1)} of the {size} cells")
     degree = np.bincount(tgt, minlength=size)
     cells = np.lexsort((np.arange(size), -degree, owner)).reshape(count, -1)
-    local = np.empty(size, dtype=np.int64)
-    local[cells] = np.arange(cells.shape[1])
+    local = np.empty(size, dtype=np.int32)
+    local[cells] = np.arange(cells.shape[1], dtype=np.int32)
     depth = int(degree.max(initial=0))
     # pass k of shard s covers its cells of in-degree > k: a prefix, as each row's degrees descend
     pass_counts = np.stack([np.searchsorted(-degree[row], -np.arange(depth), side="left") for row in cells])
     pass_sizes = tuple(int(w) for w in pass_counts.max(axis=0, initial=0))
-    offsets = np.cumsum((0, *pass_sizes[:-1])).astype(np.int64) if depth else np.zeros(0, np.int64)
-    # occurrence[j]: how many earlier connections of the list point at tgt[j] (list order per target)
-    by_target = np.argsort(tgt, kind="stable")
-    occurrence = np.empty(len(tgt), dtype=np.int64)
-    occurrence[by_target] = np.arange(len(tgt)) - np.repeat(np.cumsum(degree) - degree, degree)
-    shard = owner[tgt]
-    slot = offsets[occurrence] + local[tgt] if len(tgt) else np.zeros(0, np.int64)
-    extended, send_up, send_down = _halo_sources(src, shard, owner, local, count, cells.shape[1])
-    width = int(sum(pass_sizes))
-    sources = np.zeros((count, width), dtype=np.int32)
-    positions = np.zeros((count, width), dtype=np.int64)
+    shard, slot = _slots(tgt, degree, owner.astype(np.int32), local, pass_sizes)
+    extended, send_up, send_down = _halo_sources(src, shard, owner.astype(np.int32), local, count)
+    sources = np.zeros((count, int(sum(pass_sizes))), dtype=np.int32)
     sources[shard, slot] = extended
-    positions[shard, slot] = np.arange(len(tgt))
     return ShardLayout(
         count=count,
         size=size,
@@ -131,28 +125,78 @@ def shard_layout(src: np.ndarray, tgt: np.ndarray, size: int, owner: np.ndarray)
         pass_sizes=pass_sizes,
         pass_counts=pass_counts.astype(np.int32),
         sources=sources,
-        positions=positions,
+        positions=None,
         send_up=send_up,
         send_down=send_down,
     )
 
 
+def with_positions(layout: ShardLayout, tgt: np.ndarray) -> ShardLayout:
+    """``layout`` with ``positions`` filled in, from the connection list's targets ``tgt``."""
+    import dataclasses
+
+    import numpy as np
+
+    tgt = _int32(tgt)
+    owner = np.empty(layout.size, dtype=np.int32)
+    local = np.empty(layout.size, dtype=np.int32)
+    for s, row in enumerate(layout.cells):
+        owner[row] = s
+        local[row] = np.arange(len(row), dtype=np.int32)
+    shard, slot = _slots(tgt, np.bincount(tgt, minlength=layout.size), owner, local, layout.pass_sizes)
+    positions = np.zeros(layout.sources.shape, dtype=np.int32)
+    positions[shard, slot] = np.arange(len(tgt), dtype=np.int32)
+    return dataclasses.replace(layout, positions=positions)
+
+
+def _slots(
+    tgt: np.ndarray, degree: np.ndarray, owner: np.ndarray, local: np.ndarray, pass_sizes: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each connection's shard and its slot in the shard's padded list: the start of its pass (its
+    occurrence among its target's connections), plus its target's place in the shard."""
+    import numpy as np
+
+    offsets = np.cumsum((0, *pass_sizes[:-1])).astype(np.int32) if pass_sizes else np.zeros(0, np.int32)
+    slot = offsets[_occurrence(tgt, degree)]
+    slot += local[tgt]
+    return owner[tgt], slot
+
+
+def _int32(index: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    return np.asarray(index).reshape(-1).astype(np.int32, copy=False)
+
+
+def _occurrence(tgt: np.ndarray, degree: np.ndarray) -> np.ndarray:
+    """How many earlier connections of the list point at each connection's target (list order)."""
+    import numpy as np
+
+    by_target = np.argsort(tgt, kind="stable")
+    occurrence = np.empty(len(tgt), dtype=np.int32)
+    starts = (np.cumsum(degree) - degree).astype(np.int32)
+    ranks = np.arange(len(tgt), dtype=np.int32)
+    np.subtract(ranks, np.repeat(starts, degree), out=ranks)
+    occurrence[by_target] = ranks
+    return occurrence
+
+
 def _halo_sources(
-    src: np.ndarray, shard: np.ndarray, owner: np.ndarray, local: np.ndarray, count: int, per_shard: int
+    src: np.ndarray, shard: np.ndarray, owner: np.ndarray, local: np.ndarray, count: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each connection's source index in its target shard's extended array, and the send lists.
 
-    The extended array of shard ``s`` is its own ``per_shard`` cells, then the halo from below
-    (cells of shard ``s - 1`` it reads, ascending by their local index there), then the halo from
-    above (shard ``s + 1``). With two shards both neighbours are one shard: one halo. A source on
-    any other shard is a network this ring of slabs cannot carry.
+    The extended array of shard ``s`` is its own cells, then the halo from below (cells of shard
+    ``s - 1`` it reads, ascending by their local index there), then the halo from above (shard
+    ``s + 1``). With two shards both neighbours are one shard: one halo. A source on any other
+    shard is a network this ring of slabs cannot carry.
     """
     import numpy as np
 
+    per_shard = len(local) // count
     home = owner[src]
-    below, above = (shard - 1) % count, (shard + 1) % count
-    from_below = (home == below) & (home != shard)
-    from_above = (home == above) & ~from_below & (home != shard)
+    from_below = (home == (shard - 1) % count) & (home != shard)
+    from_above = (home == (shard + 1) % count) & ~from_below & (home != shard)
     stray = (home != shard) & ~from_below & ~from_above
     if stray.any():
         j = int(np.argmax(stray))
@@ -160,9 +204,10 @@ def _halo_sources(
             f"cell {int(src[j])} (shard {int(home[j])}) feeds a cell of shard {int(shard[j])}: with {count} shards "
             "a connection may only join a shard to its two neighbours (the slab below and above); use fewer shards"
         )
-    extended = local[src].copy()
-    send_up, slots_below = _halo(shard[from_below], local[src[from_below]], count, below_of=True)
-    send_down, slots_above = _halo(shard[from_above], local[src[from_above]], count, below_of=False)
+    del home, stray
+    extended = local[src]
+    send_up, slots_below = _halo(shard[from_below], extended[from_below], count, below_of=True)
+    send_down, slots_above = _halo(shard[from_above], extended[from_above], count, below_of=False)
     extended[from_below] = per_shard + slots_below
     extended[from_above] = per_shard + send_up.shape[1] + slots_above
     return extended, send_up, send_down
@@ -178,9 +223,9 @@ def _halo(
     import numpy as np
 
     per = int(sender_local.max(initial=0)) + 1
-    keys, inverse = np.unique(receiver * per + sender_local, return_inverse=True)
+    keys, inverse = np.unique(receiver.astype(np.int64) * per + sender_local, return_inverse=True)
     first = np.searchsorted(keys, np.arange(count) * per)
-    slots = inverse - first[receiver]
+    slots = (inverse.reshape(-1) - first[receiver]).astype(np.int32)
     counts = np.bincount(keys // per, minlength=count)
     send = np.zeros((count, int(counts.max(initial=0))), dtype=np.int32)
     key_receiver = keys // per

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwbench.core.errors import UsageError
-from hwbench.core.sharding import ShardLayout, shard_layout
+from hwbench.core.sharding import ShardLayout, shard_layout, with_positions
 
 
 @st.composite
@@ -47,7 +47,8 @@ def extended_cells(lay: ShardLayout, s: int) -> np.ndarray:
 @given(ring_networks())
 def test_each_cell_sums_its_own_terms_in_list_order(net: tuple[np.ndarray, np.ndarray, int, np.ndarray]) -> None:
     src, tgt, size, owner = net
-    lay = shard_layout(src, tgt, size, owner)
+    lay = with_positions(shard_layout(src, tgt, size, owner), tgt)
+    assert lay.positions is not None
     assert sorted(lay.order.tolist()) == list(range(size))
     degree = np.bincount(tgt, minlength=size)
     for s in range(lay.count):

@@ -40,7 +40,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ class JaxOps:
         pass-major order by one gather first.
         """
         values = self._jnp.asarray(values)
-        if not plan.is_pass_major:
+        if plan.order is not None and not plan.is_pass_major:
             values = values.at[..., plan.order].get(mode="promise_in_bounds")
         terms = (values[..., offset : offset + count] for offset, count in zip(plan.offsets, plan.counts))
         return self._accumulate_passes(terms, plan, size)
@@ -319,7 +319,8 @@ class JaxOps:
         if hit is None or hit[0] is not index:
             plan = pass_plan(index, size)
             ok = plan.is_pass_major and 0 < len(plan.counts) <= MAX_TABLE_WIDTH
-            hit = self._gather_plans[key] = (index, plan if ok else None)
+            # a pass-major list's order is the identity: not kept (80 MB at a million cells)
+            hit = self._gather_plans[key] = (index, replace(plan, order=None) if ok else None)
         return hit[1]
 
     def _plan(self, index: np.ndarray, size: int) -> tuple[str, Any]:
@@ -661,6 +662,7 @@ class JaxExecutor(Executor):
             program = self._program_for(host_state)
             dev_state = self._put(host_state, "state")
             dev_inputs = self._put(host_inputs, "inputs")
+            del host_state, host_inputs  # (their device copies hold them now)
             done = 0
             while done < nsamples:
                 nb = min(self.chunk_blocks, nsamples - done)

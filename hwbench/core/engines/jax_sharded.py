@@ -368,7 +368,11 @@ class ShardedJaxExecutor(JaxExecutor):
             "cells": lay.cells.astype(np.uint32),
         }
         if self._keys_by_position:
-            layout["positions"] = (lay.positions % 2**32).astype(np.uint32)
+            from hwbench.core.sharding import with_positions
+
+            positions = with_positions(lay, self.workload.arrays.get("tgt", np.zeros(0, np.int32))).positions
+            assert positions is not None
+            layout["positions"] = positions.view(np.uint32)
         return {**per_cell, **{_LAYOUT + k: v for k, v in layout.items()}}
 
     def _is_per_cell(self, a: Any) -> bool:
