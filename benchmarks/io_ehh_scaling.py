@@ -268,8 +268,18 @@ def child_memory(cells: int, shards: int) -> int:
     prepare_xla_flags()
     kernel, workload = network(cells)
     build(kernel, workload, shards or None).run(workload.state0, {}, 1)
-    print(json.dumps({"peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+    print(json.dumps({"peak_bytes": peak_resident_bytes()}))
     return 0
+
+
+def peak_resident_bytes() -> int:
+    """This process's peak resident set since it started its program (VmHWM; ``ru_maxrss`` would
+    also count the pages of the parent it was forked from)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 # ------------------------------------------------------------------------------------- model
@@ -310,32 +320,40 @@ def exchange_cost(loops: int) -> dict[str, float]:
 
 
 def model(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    """T(N) = cells / (min(N, cores) R) + e a + b * halo bytes, checked against every measured point.
+    """Step time on N devices = compute + e a + b h, checked against every measured sharded point.
 
-    R: one device's cell-steps per second (the 1-device sharded run of the strong section: one
-    device computes on one core; N forced devices on at most as many cores as the host has);
-    a, b: one exchange's latency and seconds per byte (:func:`exchange_cost`); e: exchanges per
-    step (one with two devices, one per neighbour with more).
+    Compute: measured, the program whose exchange is a local copy (strong section); for the weak
+    section, the 1-device rate at the same cells per device, the N devices sharing min(N, cores)
+    cores. Exchange: a lone ``ppermute``'s latency a and cost per byte b (:func:`exchange_cost`),
+    e exchanges per step (one with two devices, one per neighbour with more), h halo bytes.
     """
-    strong = {r["contender"]: r for r in report["strong"]}
-    rate = strong["1 device(s)"]["cell_steps_per_s"]
     cost = exchange_cost(20 if args.quick else 200)
     cores = os.cpu_count() or 1
 
-    def predict(r: dict[str, Any]) -> float:
+    def exchange(r: dict[str, Any]) -> float:
         exchanges = 0 if r["devices"] == 1 else 1 if r["devices"] == 2 else 2
-        return (
-            r["cells"] / (min(r["devices"], cores) * rate)
-            + exchanges * cost["latency_s"]
-            + cost["s_per_byte"] * r["halo_bytes"]
-        )
+        return exchanges * cost["latency_s"] + cost["s_per_byte"] * r["halo_bytes"]
 
-    checks = [
-        {"contender": r["contender"], "measured_us": r["us_per_step"], "model_us": predict(r) * 1e6}
-        for r in [*report["strong"], *report["weak"]]
-        if r["exchange"] and r["contender"] != "unsharded"
+    strong = {r["contender"]: r for r in report["strong"]}
+    checks = []
+    for r in report["strong"]:
+        quiet = strong.get(f"{r['devices']} device(s), no exchange")
+        if r["exchange"] and quiet is not None:
+            checks.append((r, quiet["us_per_step"] * 1e-6 + exchange(r)))
+    one = report["weak"][0]
+    for r in report["weak"][1:]:
+        compute = r["cells"] / r["devices"] / one["cell_steps_per_s"] * r["devices"] / min(r["devices"], cores)
+        checks.append((r, compute + exchange(r)))
+    rows = [
+        {
+            "contender": r["contender"],
+            "measured_us": r["us_per_step"],
+            "model_us": t * 1e6,
+            "ratio": r["us_per_step"] / (t * 1e6),
+        }
+        for r, t in checks
     ]
-    return {"rate_cell_steps_per_s": rate, "exchange": cost, "checks": checks, "gpu": gpu_model(report, args)}
+    return {"exchange": cost, "checks": rows, "gpu": gpu_model(report, args)}
 
 
 def gpu_model(report: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -412,11 +430,11 @@ def print_report(report: dict[str, Any], args: argparse.Namespace) -> None:
         peak = f"{r['peak_bytes'] / 1e6:.0f} MB, {r['bytes_per_cell']:.0f} B/cell"
         print(f"{r['cells']:>9,} cells, {r['shards']} device(s): {peak}")
     m, e = report["model"], report["model"]["exchange"]
-    print(f"\nmodel: T = cells / (min(N, cores) x {m['rate_cell_steps_per_s']:.3g}/s) + exchanges x "
-          f"{e['latency_s'] * 1e6:.0f} us + {e['s_per_byte'] * 1e9:.3f} ns/B x halo bytes (a ppermute alone, "
-          "measured here), against the measured points:")  # fmt: skip
+    print(f"\nmodel: T = compute + exchanges x {e['latency_s'] * 1e6:.1f} us + {e['s_per_byte'] * 1e9:.3f} ns/B x "
+          "halo bytes (a lone ppermute, measured here), against the measured points:")  # fmt: skip
     for c in m["checks"]:
-        print(f"  {c['contender']:28s} measured {c['measured_us']:10.0f} us  model {c['model_us']:10.0f} us")
+        print(f"  {c['contender']:28s} measured {c['measured_us']:9.0f} us  model {c['model_us']:9.0f} us  "
+              f"({c['ratio']:.2f}x)")  # fmt: skip
     print(f"8 x A100 (HBM {A100_HBM_BYTES_PER_S / 1e12:.1f} TB/s, NVLink {NVLINK_BYTES_PER_S_EACH_WAY / 1e9:.0f} GB/s "
           f"each way, latency {args.gpu_latency_us:g} us ASSUMED):")  # fmt: skip
     for g in m["gpu"]:

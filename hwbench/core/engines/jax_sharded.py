@@ -44,11 +44,12 @@ AXIS = "cells"
 FORCE_CPU_DEVICES = "XLA_FLAGS=--xla_force_host_platform_device_count=N"
 
 
-def check_devices(shards: int) -> None:
-    """Refuse a shard count above the JAX devices present (all processes'), naming them."""
+def check_devices(shards: int, platform: str | None = None) -> None:
+    """Refuse a shard count above the JAX devices present (all processes'; of ``platform``, else
+    of JAX's default backend), naming them."""
     import jax
 
-    devices = jax.devices()
+    devices = jax.devices(platform)
     if shards > len(devices):
         kinds = sorted({d.platform for d in devices})
         hint = (
@@ -278,8 +279,10 @@ def build_sharded(
     sample_every: int | None = None,
     ops_wrapper: OpsWrapper | None = None,
     exchange: bool = True,
+    platform: str | None = None,
 ) -> Executor:
-    """``engine.build(...)`` of a run split over ``shards`` devices (the JAX engine only).
+    """``engine.build(...)`` of a run split over ``shards`` devices (the JAX engine only): the first
+    ``shards`` of ``platform``'s devices (None: JAX's default backend).
 
     ``exchange=False`` replaces each halo exchange by a local copy of the same shape: a program
     that computes wrong sums in the time of the right ones less the exchange (for benchmarks).
@@ -298,21 +301,23 @@ def build_sharded(
     se = _loop.resolve_sample_every(kernel, sample_every)
     prepare_xla_flags()
     with x64_mode(np_dtype):
-        raw = sharded_ops(kernel, workload, np_dtype, shards, exchange=exchange)
+        raw = sharded_ops(kernel, workload, np_dtype, shards, exchange=exchange, platform=platform)
         ops = raw if ops_wrapper is None else ops_wrapper(raw)
-        executor = ShardedJaxExecutor(kernel, workload, np_dtype, se, ops, jax_engine.tuning, raw)
+        executor = ShardedJaxExecutor(kernel, workload, np_dtype, se, ops, jax_engine.tuning, raw, platform)
     executor.engine_name = engine.name
     executor.setup_s = time.perf_counter() - start
     return executor
 
 
-def sharded_ops(kernel: Kernel, workload: Workload, dtype: Any, shards: int, *, exchange: bool = True) -> ShardedJaxOps:
+def sharded_ops(
+    kernel: Kernel, workload: Workload, dtype: Any, shards: int, *, exchange: bool = True, platform: str | None = None
+) -> ShardedJaxOps:
     """The ops of a sharded build: the kernel's partition of the workload and its layout."""
     import numpy as np
 
     from hwbench.core.sharding import shard_layout
 
-    check_devices(shards)
+    check_devices(shards, platform)
     owner = np.asarray(kernel.partition(workload, shards))
     src = workload.arrays.get("src", np.zeros(0, np.int32))
     tgt = workload.arrays.get("tgt", np.zeros(0, np.int32))
@@ -334,6 +339,7 @@ class ShardedJaxExecutor(JaxExecutor):
         ops: Any,
         tuning: JaxTuning,
         raw: ShardedJaxOps,
+        platform: str | None = None,
     ) -> None:
         import jax
         import numpy as np
@@ -341,7 +347,7 @@ class ShardedJaxExecutor(JaxExecutor):
 
         self.raw = raw
         self.shards = raw.layout.count
-        self.mesh = Mesh(np.array(jax.devices()[: self.shards]), (AXIS,))
+        self.mesh = Mesh(np.array(jax.devices(platform)[: self.shards]), (AXIS,))
         self._order = raw.layout.order
         if getattr(ops, "counter_names", ()):
             raise UnavailableError("a sharded run counts no per-op events (counters): run it unsharded")

@@ -375,6 +375,7 @@ class TpuV3Device(EmulatedDevice):
             precision=str(request.mode),
             engine=request.engine,
             what=str(self.detect_real()),
+            shards=request.shards,
         )
 
     def matrix_unit_model(self, mode: str) -> MatrixUnitModel | None:
