@@ -322,21 +322,17 @@ class Kernel(ABC):
     ) -> None:
         """Refuse (UsageError, saying what is allowed) a split of ``size`` cells over ``shards``
         devices, before any workload is built. The default: this kernel cannot be split."""
-        if shards != 1:
-            raise UsageError(f"kernel '{self.name}' cannot be sharded over devices (it does not partition its cells)")
+        raise UsageError(f"kernel '{self.name}' cannot be sharded over devices (it does not partition its cells)")
 
     def partition(self, workload: Workload, shards: int) -> np.ndarray:
         """Which of ``shards`` equal parts each cell of ``workload`` belongs to (int array, one per cell).
 
         A sharded run (:mod:`hwbench.core.sharding`) puts each part on its own device; a cell's
         connections may only read cells of its own part and of the parts numbered one below and
-        one above (mod ``shards``): slabs of a torus, say. The default puts every cell in part 0
-        and refuses more parts.
+        one above (mod ``shards``): slabs of a torus, say. A kernel that overrides it overrides
+        :meth:`check_shards` too; the defaults refuse.
         """
-        import numpy as np
-
-        self.check_shards(workload.size, shards, connected=bool(workload.meta.get("connected", True)))
-        return np.zeros(workload.size, dtype=np.int64)
+        raise UsageError(f"kernel '{self.name}' cannot be sharded over devices (it does not partition its cells)")
 
     def probe(self, state: Any) -> Any:
         """The sampled signal (default: row 0 of the state)."""
