@@ -75,7 +75,29 @@ def main() -> None:
         loose = kernel.make_workload(1000, connected=False, seed=3)
         make = lambda n: engine.build(kernel, loose) if n is None else build_sharded(engine, kernel, loose, shards=n)  # noqa: E731
         report |= compare("unconnected", make, loose, {}, 5, [2, 4])
+    if "devices" in which:
+        report |= every_device_mode(registry, kernel, wl, drive)
     print(json.dumps(report))
+
+
+def every_device_mode(registry, kernel, wl, inputs) -> dict[str, object]:
+    """Each device mode as a user gets it (the device's own executor, RunRequest.shards = 2): the
+    bits of its unsharded run, or the reason it refuses to shard."""
+    from hwbench.core.device import RunRequest
+    from hwbench.core.errors import UnavailableError
+
+    found: dict[str, object] = {}
+    for name in ("cpu", "groq", "a100", "h100", "tpu-v3", "ipu"):
+        device = registry.device(name)
+        for mode in device.modes:
+            ref = device.executor(RunRequest(kernel, wl, mode=mode)).run(wl.state0, inputs, 3)
+            try:
+                out = device.executor(RunRequest(kernel, wl, mode=mode, shards=2)).run(wl.state0, inputs, 3)
+            except UnavailableError as exc:
+                found[f"{name}:{mode}"] = {"refused": str(exc)}
+                continue
+            found[f"{name}:{mode}"] = {"2": out.state.tobytes() == ref.state.tobytes()}
+    return found
 
 
 if __name__ == "__main__":
