@@ -1,6 +1,7 @@
 """One network over several JAX devices: the JAX engine's program under ``shard_map``, bit for bit.
 
-A sharded build (``JaxEngine().build(..., shards=N)``) splits the cells over ``N`` devices of a
+A sharded build (:func:`build_sharded`; devices reach it through ``RunRequest.shards`` and
+:func:`hwbench.core.engines.select.build_engine`) splits the cells over ``N`` devices of a
 :class:`jax.sharding.Mesh` as the kernel partitions them (:meth:`~hwbench.core.kernel.Kernel.
 partition`; :mod:`hwbench.core.sharding` computes the layout). Every per-cell array (state,
 per-cell parameters, inputs, probes, spikes) is laid out shard-major on the host and split along
@@ -23,7 +24,7 @@ process builds the workload, owns the slabs of its local devices, and the result
 
 from __future__ import annotations
 
-import os
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -139,11 +140,7 @@ class ShardedJaxOps(JaxOps):
         acc: Any = None
         for k, (offset, width) in enumerate(zip(lay.pass_offsets, lay.pass_sizes)):
             self._pass = k
-            index = (
-                lay.sources[0][offset : offset + width]
-                if os.environ.get("CONSTIDX")
-                else loc["sources"][offset : offset + width]
-            )
+            index = loc["sources"][offset : offset + width]
             term = message(extended.at[..., index].get(mode="promise_in_bounds"), x[..., :width])
             acc = self._add_pass(acc, term, k, width)
         self._pass = None
@@ -225,7 +222,7 @@ class ShardedJaxOps(JaxOps):
             return self._local["positions"][offset : offset + width].reshape(shape)
         if not shape or shape[-1] != self.layout.per_shard:
             return None
-        rows = jnp.arange(int(_prod(shape[:-1])), dtype=jnp.uint32).reshape((*shape[:-1], 1))
+        rows = jnp.arange(math.prod(shape[:-1]), dtype=jnp.uint32).reshape((*shape[:-1], 1))
         return rows * jnp.uint32(self.layout.size % 2**32) + self._local["cells"]
 
 
@@ -253,13 +250,6 @@ def _arange(n: int) -> np.ndarray:
     import numpy as np
 
     return np.arange(n, dtype=np.int32)
-
-
-def _prod(shape: tuple[int, ...]) -> int:
-    out = 1
-    for d in shape:
-        out *= int(d)
-    return out
 
 
 def check_engine(engine: Engine) -> JaxEngine:
