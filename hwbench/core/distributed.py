@@ -71,6 +71,9 @@ def join(cluster: Cluster) -> None:
     Must come before any JAX computation in this process; a refusal by JAX (a missing value it
     could not detect, a coordinator it cannot reach in time) is a UsageError with JAX's reason.
     """
+    from hwbench.core.engines.jax_engine import prepare_xla_flags
+
+    prepare_xla_flags()  # (XLA reads its flags once, when the backend starts: before any device count)
     import jax
 
     if _initialized():

@@ -147,3 +147,17 @@ def test_a_cluster_takes_all_three_or_none() -> None:
         Cluster("h:1", 2, 2)
     with pytest.raises(UsageError, match="positive"):
         Cluster("h:1", 0, 0)
+
+
+def test_a_sharded_run_starts_jax_with_the_engines_flags(tmp_path: Path) -> None:
+    """The device count is checked before the build, which starts JAX's backend: the engine's XLA
+    flags must be set by then, or the step loop runs op by op (several times slower)."""
+    code = (
+        "from hwbench.core.plugins import get_registry\n"
+        "from hwbench.core.runner import build, prepare\n"
+        "prep = prepare(get_registry(), kernel='io-ehh', device='cpu', size=1728, shards=2)\n"
+        "print(build(prep)[0].small_loop_kernels)\n"
+    )
+    done = run([sys.executable, "-c", code], 2, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "True"

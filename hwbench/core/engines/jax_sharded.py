@@ -47,7 +47,8 @@ FORCE_CPU_DEVICES = "XLA_FLAGS=--xla_force_host_platform_device_count=N"
 
 def check_devices(shards: int, platform: str | None = None) -> None:
     """Refuse a shard count above the JAX devices present (all processes'; of ``platform``, else
-    of JAX's default backend), naming them."""
+    of JAX's default backend), naming them. Starts JAX's backend: the engine's XLA flags first."""
+    prepare_xla_flags()
     import jax
 
     devices = jax.devices(platform)
