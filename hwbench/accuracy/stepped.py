@@ -39,7 +39,7 @@ from hwbench.core.kernel import Kernel, KernelInfo, Workload
 from hwbench.core.layout import pass_major_order
 from hwbench.core.protocol_facts import CONTRACT2_FLOORS
 from hwbench.core.run_slots import RunSlots, SlotsClosed
-from hwbench.core.runner import resolve_mode
+from hwbench.core.runner import check_shards, resolve_mode
 from hwbench.core.scenario import Scenario, Trace, run_scenario
 
 T = TypeVar("T")
@@ -71,6 +71,7 @@ class Job:
     engine: str | None = None
     sample_every: int | None = None
     refine: int = 1
+    shards: int | None = None  # JAX devices the network is split over (None: one)
 
     def executor_key(self) -> tuple[Any, ...]:
         """Jobs with equal keys compile to the same program (only the initial state differs)."""
@@ -81,6 +82,7 @@ class Job:
             profile,
             self.engine,
             self.sample_every,
+            self.shards,
             id(self.workload.params),
             id(self.workload.arrays),
         )
@@ -191,6 +193,9 @@ class SteppedProtocol(AuditProtocol):
                 f"--dt-refine: kernel '{kernel.name}' of protocol '{self.name}' is discrete-time (no dt parameter)"
             )
         workload = scenario.make_workload(kernel)
+        check_shards(
+            kernel, workload.size, ctx.settings.shards, connected=scenario.connected, overrides=scenario.overrides
+        )
         for r in resolved:
             support = r.device.supports(kernel, workload, mode=r.mode)
             if not support.ok:
@@ -290,7 +295,7 @@ class SteppedProtocol(AuditProtocol):
         ]
         for r in resolved:
             job = Job(cand_label(r.candidate.device, r.mode), "candidate", r.device, r.mode, workload, scenario,
-                      profile=r.profile)  # fmt: skip
+                      profile=r.profile, shards=settings.shards)  # fmt: skip
             jobs.append(job)
             if self.refine is not None and self.refining(settings):
                 jobs += [self.refine(job, kernel, k) for k in settings.refine_factors]
@@ -459,9 +464,11 @@ def run_group(ctx: AuditContext, prefix: str, kernel: Kernel, group: list[Job]) 
     t0 = time.perf_counter()
     request = RunRequest(
         kernel, first.workload, mode=first.mode, engine=first.engine, profile=first.profile,
-        sample_every=first.sample_every,
+        sample_every=first.sample_every, shards=first.shards,
     )  # fmt: skip
     executor = first.device.executor(request)
+    if getattr(executor, "shards", None) != first.shards:
+        raise UnavailableError(f"device '{first.device.name}' cannot split a run over devices (--shard)")
     setup = time.perf_counter() - t0
     probe = first.device.probe()
     if probe.status == "unavailable":  # (candidates were checked; the CPU reference is checked here)

@@ -18,6 +18,7 @@ from hwbench.cli.common import parse_set
 from hwbench.cli.model_options import model_criteria, model_inputs, model_settings, render_nodes
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
+from hwbench.cli.sharding import SHARD_OPTION
 from hwbench.core.audit_protocol import STUDY_SEED
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hwbench.core.results import HOST_TIME
@@ -85,6 +86,7 @@ def _fmt(x: float | None, unit: str = "") -> str:
     default=None,
     help="Write report.json and PNG plots here (replacing an earlier audit's; locked while running).",
 )
+@SHARD_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only on stdout.")
 @model_inputs
 @model_criteria
@@ -104,6 +106,7 @@ def audit(
     no_cache: bool,
     strict: bool,
     out: str | None,
+    shard: int | None,
     as_json: bool,
     model: str | None,
     **model_params: object,
@@ -135,6 +138,7 @@ def audit(
         out=out,
         progress=RichProgress(console=stderr, transient=as_json),
         **({"model": model, **model_settings(model_params)} if model else {}),
+        shard=shard,
     )
     registry = get_registry()
     report = result.report

@@ -12,6 +12,7 @@ from hwbench.cli.command import Command, given
 from hwbench.cli.common import energy_options, json_option, kernel_option, mode_option
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
+from hwbench.cli.sharding import SHARD_OPTION
 from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, execution_cell, footnotes
 from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, STUDY_SEED, BenchPlan
 from hwbench.core.errors import UsageError
@@ -32,6 +33,7 @@ STEPPED_ONLY = (
     "ms",
     "no_energy",
     "energy_model",
+    "shard",
 )
 BENCH_COLUMNS = [
     *("engine", "exec", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF", "cell-steps/s"),
@@ -93,6 +95,7 @@ BENCH_COLUMNS = [
     help="DL kernels: work cap per run with --scale-down.",
 )
 @click.option("--half-double-batch", is_flag=True, help="DL kernels: bf16/fp16 at twice the batch (as the paper).")
+@SHARD_OPTION
 @json_option
 @store_options
 def bench(
@@ -111,6 +114,7 @@ def bench(
     out: str | None,
     no_energy: bool,
     energy_model: bool,
+    shard: int | None,
     as_json: bool,
     **dl_options: Any,  # the DL-only options, as click parsed them (DLBenchOptions' fields)
 ) -> None:
@@ -132,7 +136,7 @@ def bench(
         raise UsageError("--connected-only and --unconnected-only exclude each other")
     size_list = cells_list or sizes or [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
     connectivity = (True,) if connected_only else (False,) if unconnected_only else (False, True)
-    check_sizes(k, size_list, connectivity, ms)
+    check_sizes(k, size_list, connectivity, ms, shard)
     names = "+".join(d for d, _ in targets)
     out_dir = default_out(out, names, kernel)
     plan = BenchPlan(
@@ -146,6 +150,7 @@ def bench(
         energy=not no_energy,
         energy_model=energy_model,
         seed=seed,
+        shards=shard,
     )
     bars = RichProgress((TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()),
                         console=stderr, transient=True)  # fmt: skip  # the table (or the error) says how it went

@@ -20,8 +20,10 @@ from hwbench.cli.common import (
 from hwbench.cli.model_options import model_inputs, model_settings
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
+from hwbench.cli.sharding import shard_options
 from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, execution_cell, footnotes
 from hwbench.core.bench import STUDY_SEED
+from hwbench.core.distributed import Cluster
 from hwbench.core.plugins import get_registry
 from hwbench.core.results import Timing
 
@@ -55,6 +57,7 @@ from hwbench.core.results import Timing
     "--probe-cells", type=validate.CELLS, default=None, help="Keep traces of the first N cells only (default all)."
 )
 @click.option("--out", type=validate.OutFile(), help="Write the result (traces + timings) as JSON.")
+@shard_options
 @energy_options
 @json_option
 @model_inputs
@@ -75,6 +78,8 @@ def run(
     save_workload: str | None,
     probe_cells: int | None,
     out: str | None,
+    shard: int | None,
+    cluster: Cluster | None,
     no_energy: bool,
     energy_model: bool,
     as_json: bool,
@@ -83,6 +88,7 @@ def run(
     **model_params: object,
 ) -> None:
     """Run a kernel on a device once and report traces and timings (--model: a user's ONNX model)."""
+    from hwbench.core.distributed import is_leader
     from hwbench.library.run import run as run_library
 
     _check_options()
@@ -106,8 +112,13 @@ def run(
         energy=not no_energy,
         energy_model=energy_model,
         notify=lambda text: stderr.print(text, highlight=False),
+        shard=shard,
+        cluster=cluster,
     )
     result = outcome.result
+    if not is_leader():
+        stderr.print("done; process 0 of the run writes, records and reports the result", highlight=False)
+        return
     record_result(result)
     if as_json:
         print_json(result, exclude={"traces", "spikes"})

@@ -170,6 +170,24 @@ class InFile(click.ParamType[str]):
         return str(value)
 
 
+class Coordinator(click.ParamType[str]):
+    """``HOST:PORT`` of a multi-process run's process 0 (``[v6-address]:PORT`` for IPv6)."""
+
+    name = "host:port"
+
+    def describe(self) -> str:
+        return "HOST:PORT with a port from 1 to 65535"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from hwbench.core.distributed import parse_coordinator
+
+        try:
+            parse_coordinator(str(value))
+        except UsageError:
+            self.fail(f"must be {self.describe()}, got {str(value)[:40]!r}", param, ctx)
+        return str(value)
+
+
 def _flag(ctx: click.Context, name: str) -> str:
     for p in ctx.command.params:
         if p.name == name and isinstance(p, click.Option):
@@ -218,3 +236,7 @@ SEED = BoundedInt(0, MAX_SEED)
 REPEATS = BoundedInt(1, 10_000)
 POSITIVE_MS = FiniteFloat(0.0, low_open=True)
 CELLS = BoundedInt(1, None)
+SHARDS = BoundedInt(1, 4096)
+PROCESSES = BoundedInt(1, 65536)
+PROCESS_ID = BoundedInt(0, 65535)
+COORDINATOR = Coordinator()

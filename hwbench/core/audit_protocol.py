@@ -67,6 +67,7 @@ class AuditSettings:
     threads: int | None = None  # runs simulating at once (default: one per core); 1: all one after another
     options: dict[str, Any] = field(default_factory=dict)  # protocol options (e.g. the DL protocol's "config")
     cache: bool = True  # reuse and keep baseline runs in the on-disk baseline cache (hwbench audit --no-cache)
+    shards: int | None = None  # split each candidate's network over this many JAX devices (--shard)
 
 
 class Compared(BaseModel):

@@ -46,6 +46,7 @@ class BenchPlan:
     energy: bool = True
     energy_model: bool = False
     devices: Sequence[tuple[str, str | None]] = ()
+    shards: int | None = None  # JAX devices each network is split over (None: one)
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def targets(self) -> list[tuple[str, str | None]]:
@@ -110,7 +111,14 @@ def _time_config(
     memory = PeakMemory()
     memory.start()
     prep = prepare(
-        registry, kernel=plan.kernel, device=device, mode=mode, size=size, connected=connected, seed=plan.seed
+        registry,
+        kernel=plan.kernel,
+        device=device,
+        mode=mode,
+        size=size,
+        connected=connected,
+        seed=plan.seed,
+        shards=plan.shards,
     )
     executor, setup_s = build(prep, engine=engine)
     inputs = prep.kernel.default_inputs(prep.workload)
@@ -134,6 +142,7 @@ def _protocol(plan: BenchPlan, steps_per_call: int) -> dict[str, Any]:
         "repeats": plan.repeats,
         "steps_per_call": steps_per_call,
         "seed": plan.seed,
+        "shards": plan.shards or 1,
         "energy": "metered over each timed run (RAPL / NVML where readable)" if plan.energy else "off",
         "energy_model": plan.energy_model,
         "memory": "peak host memory per configuration, measured (Linux VmHWM); see each timing's memory.method",

@@ -87,7 +87,10 @@ class RunRequest:
     a device must honour it — the conformance suite checks that. ``sample_every`` overrides the
     kernel's steps per sample (1 for step-by-step forensics). ``counters`` asks an emulation for
     per-op-class event counts (slower: forensics only). ``options`` carries device-specific
-    settings by name (documented by the device), so they need no new field.
+    settings by name (documented by the device), so they need no new field. ``shards`` splits the
+    network over that many JAX devices (:mod:`hwbench.core.engines.jax_sharded`; None: one device):
+    a device passes it on to :func:`hwbench.core.engines.select.build_engine`, and the runner
+    refuses an executor that did not honour it.
     """
 
     kernel: Kernel
@@ -99,10 +102,15 @@ class RunRequest:
     sample_every: int | None = None
     counters: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
+    shards: int | None = None
 
     def __post_init__(self) -> None:
         if self.sample_every is not None and (not isinstance(self.sample_every, int) or self.sample_every < 1):
             raise UsageError(f"sample_every must be a positive integer, got {self.sample_every!r}")
+        if self.shards is not None and (
+            isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1
+        ):
+            raise UsageError(f"shards must be a positive integer number of devices, got {self.shards!r}")
 
     def with_mode(self, mode: str) -> RunRequest:
         """The same request with its mode resolved (devices call this with their default)."""

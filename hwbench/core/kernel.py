@@ -331,6 +331,23 @@ class Kernel(ABC):
         engine can compile it and every numerics profile can round it.
         """
 
+    def check_shards(
+        self, size: int, shards: int, *, connected: bool = True, overrides: dict[str, Any] | None = None
+    ) -> None:
+        """Refuse (UsageError, saying what is allowed) a split of ``size`` cells over ``shards``
+        devices, before any workload is built. The default: this kernel cannot be split."""
+        raise UsageError(f"kernel '{self.name}' cannot be sharded over devices (it does not partition its cells)")
+
+    def partition(self, workload: Workload, shards: int) -> np.ndarray:
+        """Which of ``shards`` equal parts each cell of ``workload`` belongs to (int array, one per cell).
+
+        A sharded run (:mod:`hwbench.core.sharding`) puts each part on its own device; a cell's
+        connections may only read cells of its own part and of the parts numbered one below and
+        one above (mod ``shards``): slabs of a torus, say. A kernel that overrides it overrides
+        :meth:`check_shards` too; the defaults refuse.
+        """
+        raise UsageError(f"kernel '{self.name}' cannot be sharded over devices (it does not partition its cells)")
+
     def probe(self, state: Any) -> Any:
         """The sampled signal (default: row 0 of the state)."""
         return state[0]
@@ -367,6 +384,11 @@ class Kernel(ABC):
         depend on the dynamics.
         """
         return None
+
+
+def partitions(kernel: Kernel) -> bool:
+    """Whether ``kernel`` says how to split its cells over devices (overrides :meth:`Kernel.partition`)."""
+    return type(kernel).partition is not Kernel.partition
 
 
 def _short(value: Any) -> str:

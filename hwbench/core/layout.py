@@ -63,12 +63,13 @@ class PassPlan:
     ``ranked``: targets by descending connection count (ties by ascending id); ``counts[k]``:
     how many targets have more than ``k`` connections, so pass ``k`` covers ``ranked[:counts[k]]``;
     ``order``: positions of the list in pass-major order (pass 0 first, within a pass in
-    ``ranked`` order). Summing pass by pass adds each target's terms in list order.
+    ``ranked`` order; None: the list is stored so, the identity, not kept). Summing pass by pass
+    adds each target's terms in list order.
     """
 
     ranked: np.ndarray
     counts: tuple[int, ...]
-    order: np.ndarray
+    order: np.ndarray | None
 
     @property
     def offsets(self) -> tuple[int, ...]:
@@ -98,27 +99,36 @@ class PassPlan:
         """Whether the list is already stored in pass-major order (no permutation needed)."""
         import numpy as np
 
-        return bool(np.array_equal(self.order, np.arange(len(self.order))))
+        return self.order is None or bool(np.array_equal(self.order, np.arange(len(self.order))))
 
 
 def pass_plan(index: np.ndarray, size: int) -> PassPlan:
-    """The :class:`PassPlan` of a target index over ``size`` targets."""
+    """The :class:`PassPlan` of a target index over ``size`` targets.
+
+    Per-connection temporaries are int32 where the list fits (a million io-ehh cells have ten
+    million connections: each int64 copy is 80 MB, and the engines plan while a workload is held).
+    """
     import numpy as np
 
-    index = np.asarray(index, dtype=np.int64).reshape(-1)
+    index = np.asarray(index).reshape(-1)
     check_index(index, size)
+    narrow = np.int32 if max(len(index), size) < 2**31 else np.int64
+    index = index.astype(narrow, copy=False)
     count = np.bincount(index, minlength=size)
     ranked = np.argsort(-count, kind="stable").astype(np.int32)
     depth = int(count.max(initial=0))
     counts = tuple(int(c) for c in np.searchsorted(-count[ranked], -np.arange(depth), side="left"))
     # k-th occurrence of each target, in list order
     by_target = np.argsort(index, kind="stable")
-    starts = np.cumsum(count) - count
-    occurrence = np.empty(len(index), dtype=np.int64)
-    occurrence[by_target] = np.arange(len(index)) - np.repeat(starts, count)
-    rank = np.empty(size, dtype=np.int64)
-    rank[ranked] = np.arange(size)
-    order = np.lexsort((rank[index], occurrence)).astype(np.int64)
+    starts = (np.cumsum(count) - count).astype(narrow)
+    occurrence = np.empty(len(index), dtype=narrow)
+    ranks = np.arange(len(index), dtype=narrow)
+    np.subtract(ranks, np.repeat(starts, count), out=ranks)
+    occurrence[by_target] = ranks
+    del by_target, ranks
+    rank = np.empty(size, dtype=narrow)
+    rank[ranked] = np.arange(size, dtype=narrow)
+    order = np.lexsort((rank[index], occurrence)).astype(np.int64, copy=False)
     return PassPlan(ranked=ranked, counts=counts, order=order)
 
 
@@ -127,4 +137,6 @@ def pass_major_order(index: np.ndarray, size: int) -> np.ndarray:
 
     Each target's connections keep their relative order, so per-target sums are unchanged.
     """
-    return pass_plan(index, size).order
+    order = pass_plan(index, size).order
+    assert order is not None
+    return order

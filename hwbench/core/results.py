@@ -107,6 +107,7 @@ class Timing(BaseModel, defer_build=True):
     us_per_step: float
     rtf: float | None = Field(description="wall time / simulated time (1 = real time; < 1 faster; None for DL)")
     cell_steps_per_s: float
+    shards: int = Field(1, description="JAX devices the network was split over (--shard); 1: one device")
     structure: Structure | None = Field(None, description="the kernel's static report (NeuroBench static metrics)")
     activity: Activity | None = Field(None, description="the kernel's report of the timed steps (where it gives one)")
     energy: EnergyReading | None = Field(None, description="energy of the fastest repeat's timed phase")

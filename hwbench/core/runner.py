@@ -90,6 +90,7 @@ class Prepared:
     mode: str
     workload: Workload
     execution: Literal["real", "emulated"]
+    shards: int | None = None  # JAX devices the network is split over (None: one device, unsharded)
 
 
 def prepare(
@@ -103,8 +104,10 @@ def prepare(
     seed: int = 0,
     workload: Workload | None = None,
     overrides: dict[str, Any] | None = None,
+    shards: int | None = None,
 ) -> Prepared:
-    """Resolve names, check availability, capacity and memory, build the workload."""
+    """Resolve names, check availability, capacity, memory and the split over ``shards`` devices,
+    build the workload."""
     k = registry.kernel(kernel)
     d = registry.device(device)
     m = resolve_mode(d, mode)
@@ -116,15 +119,45 @@ def prepare(
             raise UsageError(f"size must be a positive number of cells, got {size}")
         k.check_size(size, connected=connected)
         k.check_parameters(overrides or {})
+        check_shards(k, size, shards, connected=connected, overrides=overrides)
         check_memory(k, size, connected)
         workload = k.make_workload(size, connected=connected, seed=seed, **(overrides or {}))
     else:  # a loaded file: the same checks as a built workload, before anything is allocated for it
         k.check_workload(workload)
-        check_memory(k, workload.size, bool(workload.meta.get("connected", True)))
+        connected = bool(workload.meta.get("connected", True))
+        check_shards(k, workload.size, shards, connected=connected, overrides=_network_shape(workload))
+        check_memory(k, workload.size, connected)
     support = d.supports(k, workload, mode=m)
     if not support.ok:
         raise UnavailableError(f"device '{d.name}' cannot run {k.name} ({workload.size:,} cells): {support.reason}")
-    return Prepared(k, d, m, workload, probe.status)
+    return Prepared(k, d, m, workload, probe.status, shards)
+
+
+def check_shards(
+    kernel: Kernel, size: int, shards: int | None, *, connected: bool, overrides: dict[str, Any] | None = None
+) -> None:
+    """Refuse (UsageError, with what is allowed) a split the kernel cannot make or this host's JAX
+    devices cannot hold, before any workload is built. None: an unsharded run."""
+    if shards is None:
+        return
+    from hwbench.core.engines.jax_sharded import check_devices
+    from hwbench.core.sharding import check_shard_count
+
+    kernel.check_shards(size, check_shard_count(shards), connected=connected, overrides=overrides)
+    check_devices(shards)
+
+
+def _network_shape(workload: Workload) -> dict[str, Any]:
+    """The network options a saved workload was built with (its meta), as overrides."""
+    return {k: workload.meta[k] for k in ("rmax", "mean_degree") if k in workload.meta}
+
+
+def check_shard_engine(registry: Registry, engine: str | None, shards: int | None) -> None:
+    """A named engine that cannot split a run over devices, refused before any work."""
+    if shards is not None and engine is not None:
+        from hwbench.core.engines.jax_sharded import check_engine
+
+        check_engine(registry.engine(engine))
 
 
 def build(prep: Prepared, *, engine: str | None = None, dtype: str | None = None) -> tuple[Executor, float]:
@@ -135,9 +168,14 @@ def build(prep: Prepared, *, engine: str | None = None, dtype: str | None = None
         enable_compilation_cache()
         t0 = time.perf_counter()
         executor = prep.device.executor(
-            RunRequest(prep.kernel, prep.workload, mode=prep.mode, engine=engine, dtype=dtype)
+            RunRequest(prep.kernel, prep.workload, mode=prep.mode, engine=engine, dtype=dtype, shards=prep.shards)
         )
-        return executor, time.perf_counter() - t0
+        setup_s = time.perf_counter() - t0
+    if getattr(executor, "shards", None) != prep.shards:
+        raise UnavailableError(
+            f"device '{prep.device.name}' cannot split a run over devices (--shard): it ran unsharded"
+        )
+    return executor, setup_s
 
 
 @dataclass
@@ -221,6 +259,7 @@ def timing_record(prep: Prepared, executor: Executor, setup_s: float, samples: l
         published=published_for(
             prep.device.spec.published_timing, kernel.name, connected=connected, ncells=workload.size
         ),
+        shards=getattr(executor, "shards", None) or 1,
     )
 
 

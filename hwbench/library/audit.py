@@ -24,6 +24,7 @@ from hwbench.plugins import DEFAULT_KERNEL
 if TYPE_CHECKING:
     from hwbench.accuracy.audit import AuditSettings, Candidate
     from hwbench.accuracy.report import AuditReport
+    from hwbench.core.kernel import Kernel
     from hwbench.core.plugins import Registry
     from hwbench.library.model import Inputs
 
@@ -79,6 +80,7 @@ def audit(
     store: str | bool = False,
     tags: Sequence[str] = (),
     progress: ProgressChoice | Progress = "auto",
+    shard: int | None = None,
     model: str | Path | None = None,
     inputs: Inputs = None,
     **model_settings: Any,
@@ -89,7 +91,8 @@ def audit(
     named kernel configuration, where the protocol has one, e.g. ``gemm_k4``).
     ``quick`` runs the smaller protocols (stated in the report); ``cache=False`` reruns the
     baselines instead of reading them from the baseline cache; ``out`` also writes ``report.json``
-    and the PNG plots there; ``store`` records the report (``True``: the default store, or a URL).
+    and the PNG plots there; ``store`` records the report (``True``: the default store, or a URL);
+    ``shard`` splits each candidate's network over that many JAX devices (docs/scaling.md).
     Wrong names and options raise :class:`hwbench.core.errors.UsageError` before any work.
 
     ``model``: a user's ONNX file audited node by node with ``inputs`` (``.npz`` or arrays; default
@@ -105,7 +108,7 @@ def audit(
     if model is not None:
         kernel, options = _model_kernel(kernel, model, inputs, model_settings)
     registry = get_registry()
-    registry.kernel(kernel)  # an unknown kernel: a UsageError naming the registered ones
+    check_shardable(registry.kernel(kernel), shard)  # an unknown kernel: a UsageError naming the registered ones
     names = (devices,) if isinstance(devices, str) else tuple(devices)  # none: the protocols say what they need
     candidates = resolve_candidates(registry, names, mode, dict(overrides or {}), profile)
     settings = AuditSettings(
@@ -117,6 +120,7 @@ def audit(
         engine=engine,
         options=options,
         cache=cache,
+        shards=shard,
     )
     result = audit_candidates(registry, settings, candidates, out=out, progress=make_progress(progress))
     record_if(store, result.report, tags)
@@ -133,6 +137,15 @@ def _model_kernel(
     if kernel not in (DEFAULT_KERNEL, MODEL_KERNEL):
         raise UsageError(f"model= audits the model file; it cannot be combined with kernel='{kernel}'")
     return MODEL_KERNEL, model_options(model, inputs=inputs, **settings)
+
+
+def check_shardable(kernel: Kernel, shard: int | None) -> None:
+    """``shard`` for a kernel that does not split its cells over devices is refused, not ignored."""
+    from hwbench.core.kernel import partitions
+    from hwbench.core.sharding import check_shard_count
+
+    if shard is not None and check_shard_count(shard) and not partitions(kernel):
+        raise UsageError(f"kernel '{kernel.name}' cannot be sharded over devices (it does not partition its cells)")
 
 
 def resolve_candidates(

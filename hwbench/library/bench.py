@@ -67,6 +67,7 @@ def bench(
     energy_model: bool = False,
     store: str | bool = False,
     progress: ProgressChoice | Progress = "auto",
+    shard: int | None = None,
 ) -> Bench:
     """Time ``kernel`` on ``device`` (one ``NAME[:MODE]``, or several) over sizes (``cells``: cell
     counts; default the study's short list, ``full`` its whole list) and connectivity; min of
@@ -75,7 +76,7 @@ def bench(
     A size that does not fit this host's memory is refused before anything runs (UnavailableError,
     with the estimate). Writes bench.json and bench.png into ``out`` (default
     ``results/bench-DEVICE-KERNEL-STAMP``); ``store`` records the result (``True``: the default
-    store, or a URL).
+    store, or a URL); ``shard`` splits every network over that many JAX devices (docs/scaling.md).
     """
     from hwbench.core.bench import BenchPlan
     from hwbench.core.plugins import get_registry
@@ -88,10 +89,10 @@ def bench(
     if not connectivity:
         raise UsageError("connectivity must name at least one of False (unconnected) and True (connected)")
     size_list = list(cells) if cells else [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
-    check_sizes(k, size_list, tuple(connectivity), ms)
+    check_sizes(k, size_list, tuple(connectivity), ms, shard)
     plan = BenchPlan(kernel=kernel, devices=targets, engines=tuple(engines) or (None,), sizes=size_list,
                      connectivity=tuple(connectivity), simulated_ms=ms, repeats=repeats, energy=energy,
-                     energy_model=energy_model, seed=seed)  # fmt: skip
+                     energy_model=energy_model, seed=seed, shards=shard)  # fmt: skip
     names = "+".join(d for d, _ in targets)
     result = bench_plan(registry, plan, default_out(out, names, kernel), make_progress(progress))
     record_if(store, result.result)
@@ -138,19 +139,22 @@ def check_device(registry: Registry, kernel: Kernel, device: str, mode: str | No
         registry.engine(name)
 
 
-def check_sizes(kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float) -> None:
-    """Every size is checked before any runs: one the kernel cannot build is a usage error; one
-    whose workload, run and traces do not fit this host's memory (the kernel's estimate plus the
-    traces', against 80 % of the memory available now) is refused, all such sizes named with
-    their estimates, so a long grid never stops part-way for want of memory."""
+def check_sizes(
+    kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float, shard: int | None = None
+) -> None:
+    """Every size is checked before any runs: one the kernel cannot build (or split over ``shard``
+    devices) is a usage error; one whose workload, run and traces do not fit this host's memory
+    (the kernel's estimate plus the traces', against 80 % of the memory available now) is refused,
+    all such sizes named with their estimates, so a long grid never stops part-way for want of memory."""
     from hwbench.core.host import GIB, available_memory_bytes
-    from hwbench.core.runner import trace_bytes
+    from hwbench.core.runner import check_shards, trace_bytes
     from hwbench.library.run import samples_for
 
     nsamples = samples_for(kernel, ms)
     for size in sizes:
         for connected in connectivity:
             kernel.check_size(size, connected=connected)
+            check_shards(kernel, size, shard, connected=connected)
     have = available_memory_bytes()
     too_big = []
     for size in sizes:

@@ -18,6 +18,7 @@ from hwbench.library.store import record_if
 from hwbench.plugins import DEFAULT_KERNEL
 
 if TYPE_CHECKING:
+    from hwbench.core.distributed import Cluster
     from hwbench.core.engine import RunOutput
     from hwbench.core.kernel import Kernel, Workload
     from hwbench.core.results import RunResult, Timing
@@ -89,6 +90,8 @@ def run(
     energy_model: bool = False,
     store: str | bool = False,
     notify: Notify | None = None,
+    shard: int | None = None,
+    cluster: Cluster | None = None,
     model: str | Path | None = None,
     **model_settings: Any,
 ) -> Run:
@@ -97,6 +100,8 @@ def run(
     ``workload``: a saved workload (.npz path or object) instead of ``cells``/``connected``/``seed``;
     ``out`` writes the result JSON, ``save_workload`` the workload, both or neither; ``store`` records
     the result (``True``: the default store, or a URL); ``notify`` receives one-line progress notes.
+    ``shard``: split the network over that many JAX devices (docs/scaling.md); ``cluster``: join a
+    multi-process run first (every process calls this; process 0 writes the outputs and records).
     ``model``: a user's ONNX file instead (``inputs``, ``outputs``, ...: :func:`_run_model`, docs/models.md).
     """
     if model is not None or model_settings:
@@ -104,20 +109,22 @@ def run(
     from hwbench.core.energy import EnergyMeter
     from hwbench.core.kernel import Workload
     from hwbench.core.plugins import get_registry
-    from hwbench.core.runner import build, complete_timing, measure_runs, prepare, timing_record
+    from hwbench.core.runner import build, check_shard_engine, complete_timing, measure_runs, prepare, timing_record
 
     say = notify or (lambda _text: None)
     if out and save_workload and Path(out).resolve() == Path(save_workload).resolve():
         raise UsageError("--out and --save-workload name the same file; give two different paths")
+    shard = join_cluster(cluster, shard)
     registry = get_registry()
     k = registry.kernel(kernel)
     if engine:
         registry.engine(engine)  # unknown names fail before any work
+        check_shard_engine(registry, engine, shard)
     loaded = Workload.load(str(workload)) if isinstance(workload, (str, Path)) else workload
     params = dict(overrides or {})
     size, nsamples = _preflight(k, loaded, cells, connected, params, ms, probe_cells)
     prep = prepare(registry, kernel=kernel, device=device, mode=mode, size=size, connected=connected, seed=seed,
-                   workload=loaded, overrides=params)  # fmt: skip
+                   workload=loaded, overrides=params, shards=shard)  # fmt: skip
     say(f"building {k.name} on {prep.device.name} ({prep.execution}, mode {prep.mode}) ...")
     executor, setup_s = build(prep, engine=engine)
     meter = EnergyMeter() if energy else None
@@ -139,6 +146,8 @@ def _run_model(args: dict[str, Any]) -> Run:
 
     if args["kernel"] not in (DEFAULT_KERNEL, MODEL_KERNEL) or args["workload"] is not None:
         raise UsageError("a model run takes its model file and inputs, not a kernel or a workload")
+    if args["shard"] is not None or args["cluster"] is not None:
+        raise UsageError("a model run is not split over devices or processes: leave out shard / cluster")
     name, _, spec_mode = str(args["device"]).partition(":")
     given = dict(args["model_settings"])
     check_keywords("run", given, RUN_KEYWORDS, args["model"])
@@ -148,6 +157,26 @@ def _run_model(args: dict[str, Any]) -> Run:
                                outputs=outputs, out=args["out"])  # fmt: skip
     record_if(args["store"], result)
     return Run(result, arrays)
+
+
+def join_cluster(cluster: Cluster | None, shard: int | None) -> int | None:
+    """Join ``cluster`` (if any) before JAX starts; the shard count: ``shard``, else with a cluster
+    every device of every process (a run over processes spans all of them)."""
+    if cluster is None:
+        return shard
+    import jax
+
+    from hwbench.core.distributed import join
+
+    join(cluster)
+    devices = jax.device_count()
+    if shard is None:
+        return devices
+    if shard != devices:
+        raise UsageError(
+            f"a run over {jax.process_count()} processes splits over all {devices} devices: --shard {devices}"
+        )
+    return shard
 
 
 def _preflight(
@@ -175,10 +204,14 @@ def _preflight(
 def _write_outputs(
     prep: Prepared, result: RunResult, out: str | Path | None, save_workload: str | Path | None, say: Notify
 ) -> None:
-    """The result and the workload files, only once the run has succeeded, and both or neither."""
+    """The result and the workload files, only once the run has succeeded, and both or neither
+    (of a multi-process run, by process 0 alone)."""
+    from hwbench.core.distributed import is_leader
     from hwbench.core.files import OutputFiles
     from hwbench.core.results import write_json
 
+    if not is_leader():
+        return
     with OutputFiles() as files:
         if save_workload:
             prep.workload.save(str(save_workload), files)

@@ -107,7 +107,10 @@ def record(result: Any, url: str | None = None, tags: Sequence[str] = ()) -> int
 
 
 def record_if(store: str | bool, result: Any, tags: Sequence[str] = ()) -> int | None:
-    """A library call's ``store=`` argument: False records nothing, True the default store, a URL that one."""
-    if store is False:
+    """A library call's ``store=`` argument: False records nothing, True the default store, a URL that one
+    (in a multi-process run, process 0 alone records)."""
+    from hwbench.core.distributed import is_leader
+
+    if store is False or not is_leader():
         return None
     return record(result, None if store is True else store, tags)

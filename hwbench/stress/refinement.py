@@ -39,4 +39,5 @@ def refined(job: Job, kernel: Kernel, k: int) -> Job:
         profile=job.profile,
         sample_every=kernel.info.sample_every * k,
         refine=k,
+        shards=job.shards,
     )

@@ -23,6 +23,7 @@ from hwbench.testing.badinput import judge, run_cli, snapshot
 
 RUN = ["run", "--engine", "numpy", "--cells", "64", "--ms", "2"]
 RUN_W = ["run", "--engine", "numpy", "--ms", "2"]  # for --workload cases (no --cells)
+RUN_J = ["run", "--cells", "64", "--ms", "2"]  # the default engine (JAX): for --shard cases
 BENCH = ["bench", "--engine", "numpy", "--cells", "64", "--ms", "2", "--repeats", "1"]
 AUDIT = ["audit", "--quick"]
 STORES = "../arena-stores"  # results stores beside the arena (SQLite's -wal/-shm files come and go)
@@ -297,6 +298,40 @@ CASES: list[Case] = [
         3,
         "plugin 'builtin-broken' failed",
         {"HWBENCH_STRICT_PLUGINS": "1", "_BROKEN_BUILTIN": "1"},
+    ),
+    # ---------------------------------------------------------------- one network over devices and hosts
+    *numbers(RUN_J, "--shard", {"zero": "0", "neg": "-2", "word": "two", "float": "1.5", "big": "4097"}, "'--shard'"),
+    *numbers(BENCH, "--shard", {"zero": "0", "empty": ""}, "'--shard'"),
+    *numbers([*AUDIT, "-d", "groq"], "--shard", {"zero": "0", "word": "all"}, "'--shard'"),
+    Case("run-shard-not-dividing", [*RUN_J, "--shard", "3"], 2, "--shard 3 does not divide the 4^3 torus"),
+    Case(
+        "run-shard-unconnected",
+        [*RUN_J[:3], "--unconnected", "--cells", "10", "--shard", "3"],
+        2,
+        "choose from: 1, 2, 5",
+    ),
+    Case("run-shard-no-devices", [*RUN_J, "--shard", "2"], 2, "needs 2 JAX devices; 1 present (cpu): use --shard 1..1"),
+    Case("run-shard-numpy", [*RUN, "--shard", "2"], 2, "engine 'numpy' cannot shard a run"),
+    Case("run-shard-lif", ["run", "-k", "lif", "--cells", "10", "--shard", "2"], 2, "kernel 'lif' cannot be sharded"),
+    Case("bench-shard-not-dividing", [*BENCH[:1], "--cells", "729", "--shard", "2"], 2, "does not divide 729 uncon"),
+    Case("audit-shard-not-dividing", [*AUDIT, "-d", "groq", "--shard", "3"], 2, "does not divide the 5^3 torus"),
+    Case("audit-shard-no-devices", [*AUDIT, "-d", "groq", "--protocol", "stress", "--shard", "2"], 2, "needs 2 JAX"),
+    Case("audit-shard-dl", [*AUDIT, "-k", "gemm", "-d", "tpu-v3", "--shard", "2"], 2, "'gemm' cannot be sharded"),
+    *numbers(
+        RUN_J,
+        "--coordinator",
+        {"no-port": "host", "no-host": ":1234", "port0": "h:0", "port-big": "h:65536", "port-word": "h:p", "empty": ""},
+        "'--coordinator': must be HOST:PORT with a port from 1 to 65535",
+    ),
+    *numbers(RUN_J, "--num-processes", {"zero": "0", "neg": "-1", "word": "x"}, "'--num-processes'"),
+    *numbers(RUN_J, "--process-id", {"neg": "-1", "word": "x"}, "'--process-id'"),
+    Case("run-coordinator-alone", [*RUN_J, "--coordinator", "127.0.0.1:1234"], 2, "go together"),
+    Case("run-processes-alone", [*RUN_J, "--num-processes", "2"], 2, "go together"),
+    Case(
+        "run-process-id-out-of-range",
+        [*RUN_J, "--coordinator", "127.0.0.1:1234", "--num-processes", "2", "--process-id", "2"],
+        2,
+        "--process-id must be an integer in 0..1 (--num-processes 2), got 2",
     ),
     # ---------------------------------------------------------------- command line itself
     Case("unknown-command", ["devics"], 2, "Did you mean 'devices'?"),

@@ -214,7 +214,7 @@ def test_an_export_with_a_hostile_field_is_imported_whole_or_refused(
 # ------------------------------------------------------------ options that do not apply to a kernel
 COMMON = {"kernel", "devices", "engines", "repeats", "seed", "out", "as_json", "store", "no_store", "tags"}
 VALUES = {"dl_config": "gemm_k1", "dl_precision": "fp32", "max_gflop": "1", "mode": "fp32", "sizes": "4"}
-VALUES |= {"cells_list": "64", "ms": "2"}
+VALUES |= {"cells_list": "64", "ms": "2", "shard": "1"}
 
 
 def bench_options() -> dict[str, click.Parameter]:

@@ -841,7 +841,15 @@ class EmulatingOps:
         return isinstance(self._step, jax.core.Tracer)
 
     def _flat_index(self, shape: tuple[int, ...]) -> Any:
-        """Each element's key for counter-based random bits: its flat index in the whole array."""
+        """Each element's key for counter-based random bits: its flat index in the whole array.
+
+        Under a sharded engine the array is one device's part of the network's: the engine says
+        where its elements sit in the whole (``element_index``), so every shard draws the bits
+        the unsharded run draws."""
+        whole = getattr(self.raw, "element_index", None)
+        mapped = None if whole is None else whole(shape)
+        if mapped is not None:
+            return mapped
         index = flat_index(self._be.xp, shape)
         if self._index_offset:
             index = index + self._be.xp.asarray(self._index_offset, dtype=index.dtype)
@@ -939,11 +947,27 @@ class EmulatingOps:
         gather that is the gathered element itself.
         """
         xp = self._be.xp
-        nonfinite = xp.sum(xp.where(self._be.isfinite(source), 0, 1), axis=-1, keepdims=True)
+        nonfinite = self.whole_network(xp.sum(xp.where(self._be.isfinite(source), 0, 1), axis=-1, keepdims=True))
         if own is None:
             own = xp.where(self._be.isfinite(result), 0, 1)
         nan = np.asarray(np.nan, dtype=self._np_dtype)
         return xp.where(nonfinite - own > 0, nan, result)
+
+    def whole_network(self, count: Any) -> Any:
+        """A count over the cells of an array, over the whole network: under a sharded engine the
+        array holds one device's cells, and the engine sums the devices' counts (``across_shards``)."""
+        combine = getattr(self.raw, "across_shards", None)
+        return count if combine is None else combine(count)
+
+    def cell_values(self, values: np.ndarray) -> Any:
+        """A per-cell host array (whole network) as an array of the cells the step holds."""
+        local = getattr(self.raw, "cell_values", None)
+        return self._be.xp.asarray(values) if local is None else local(values)
+
+    @property
+    def keys_by_position(self) -> bool:
+        """Whether some rounding or error model draws random bits keyed by element position."""
+        return any(r.error is not None or (r.mode is RoundingMode.STOCHASTIC and r.active) for r in self.rules.values())
 
     def _segment_table(self, index: Any, size: int) -> np.ndarray | None:
         """``(size, max in-degree)`` positions into the values, ascending, padded with ``len``."""

@@ -121,18 +121,21 @@ def emulated_executor(request: RunRequest, profile: NumericsProfile, wrapper: Op
     replaces the emulating ops for devices whose arithmetic needs more (the TPU's multi-pass
     bf16 matrix products)."""
     from hwbench.accuracy.numerics.emulate import emulating_ops
-    from hwbench.core.engines.select import pick_engine
+    from hwbench.core.engines.select import build_engine, pick_engine
     from hwbench.core.plugins import get_registry
 
     chosen = pick_engine(get_registry().engines, request.engine, profile.carrier)
     if wrapper is None:
         wrapper = emulating_ops(profile, counters=request.counters)
-    executor = chosen.build(
+    executor = build_engine(
+        chosen,
         request.kernel,
         request.workload,
         dtype=profile.carrier,
         sample_every=request.sample_every,
         ops_wrapper=wrapper,
+        shards=request.shards,
     )
-    executor.detail = f"emulating {profile.name}"
+    sharded = getattr(executor, "shards", None) is not None  # (its detail names the shards)
+    executor.detail = f"emulating {profile.name}" + (f", {executor.detail}" if sharded else "")
     return executor

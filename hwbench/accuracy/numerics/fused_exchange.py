@@ -89,7 +89,7 @@ def fused_gather_map_scatter(
     total = fused(raw, passes, source, src, tgt, size)
     ops._index_offset = 0
     if one_hot:
-        poisoned = passes.poisoned(size) if track else ~ops._be.isfinite(total)
+        poisoned = passes.poisoned(total.shape[-1]) if track else ~ops._be.isfinite(total)  # (a shard's cells)
         total = _one_hot_total(ops, total, poisoned, tgt, size)
     result: EmuArray = ops._finish(rule, total, (value,), elementwise=False)
     return result
@@ -154,6 +154,10 @@ class _PassMessages:
         xp = ops._be.xp
         nan = np.asarray(np.nan, dtype=values.dtype)
         bad = xp.where(ops._be.isfinite(values), xp.zeros((), dtype=values.dtype), nan)
+        padding = getattr(ops.raw, "pass_padding", None)  # a sharded engine's passes are padded
+        mask = None if padding is None else padding(k)
+        if mask is not None:
+            bad = xp.where(mask, xp.zeros((), dtype=values.dtype), bad)
         self.poison = bad if self.poison is None else self.poison.at[: self.plan.counts[k]].add(bad)
         return values
 
@@ -177,8 +181,8 @@ def _one_hot_total(ops: EmulatingOps, sums: Any, poisoned: Any, tgt: np.ndarray,
     """
     xp = ops._be.xp
     degree = np.bincount(tgt, minlength=size)
-    short = xp.asarray(degree < degree.max())
+    short = ops.cell_values(degree < degree.max())
     sums = xp.where(short & (sums == 0), xp.zeros((), dtype=sums.dtype), sums)  # -0 + padding 0 = +0
-    holders = xp.sum(poisoned, dtype=xp.int32)
+    holders = ops.whole_network(xp.sum(poisoned, dtype=xp.int32))
     keep = (holders == 0) | ((holders == 1) & poisoned)
     return xp.where(keep, sums, np.asarray(np.nan, dtype=sums.dtype))

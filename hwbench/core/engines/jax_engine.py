@@ -40,7 +40,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ class JaxOps:
         pass-major order by one gather first.
         """
         values = self._jnp.asarray(values)
-        if not plan.is_pass_major:
+        if plan.order is not None and not plan.is_pass_major:
             values = values.at[..., plan.order].get(mode="promise_in_bounds")
         terms = (values[..., offset : offset + count] for offset, count in zip(plan.offsets, plan.counts))
         return self._accumulate_passes(terms, plan, size)
@@ -334,7 +334,8 @@ class JaxOps:
         if hit is None or hit[0] is not index:
             plan = pass_plan(index, size)
             ok = plan.is_pass_major and 0 < len(plan.counts) <= MAX_TABLE_WIDTH
-            hit = self._gather_plans[key] = (index, plan if ok else None)
+            # a pass-major list's order is the identity: not kept (80 MB at a million cells)
+            hit = self._gather_plans[key] = (index, replace(plan, order=None) if ok else None)
         return hit[1]
 
     def _plan(self, index: np.ndarray, size: int) -> tuple[str, Any]:
@@ -424,7 +425,6 @@ class JaxExecutor(Executor):
     def __init__(
         self, kernel: Kernel, workload: Workload, dtype: np.dtype, sample_every: int, ops: Any, tuning: JaxTuning
     ) -> None:
-        import jax
         import numpy as np
 
         self.kernel = kernel
@@ -449,6 +449,7 @@ class JaxExecutor(Executor):
         # plan gathers and scatters from the concrete indices.
         self._fparams_host = {k: v for k, v in host.items() if isinstance(v, np.ndarray) and v.dtype == dtype}
         self._static = {k: v for k, v in host.items() if k not in self._fparams_host}
+        self._fparams_host = self._runtime_params(self._fparams_host)
         self._state0 = state0
         # The program for calls whose initial state is finite, where the ops trace a cheaper step
         # for it (FiniteStateOps: a saturating profile), and the general one; the one not needed
@@ -456,7 +457,7 @@ class JaxExecutor(Executor):
         self._finite: Any = None
         self._general: Any = None
         with x64_mode(dtype):
-            self._fparams = jax.device_put(self._fparams_host)
+            self._fparams = self._put(self._fparams_host, "params")
             if _loop.offers_finite_state(ops):
                 self._finite, self.compiler_options = self._compile(state0, finite_state=True)
             if self._finite is None:
@@ -464,6 +465,41 @@ class JaxExecutor(Executor):
         self._compiled = self._finite if self._finite is not None else self._general
         # whether XLA compiled the loops as single kernels (see prepare_xla_flags)
         self.small_loop_kernels = "xla_cpu_small_call" in self._compiled.as_text()
+
+    # The hooks a sharded build (jax_sharded.ShardedJaxExecutor) replaces: what goes in as runtime
+    # parameters, how host arrays go to the devices and come back, how the program is compiled.
+    def _runtime_params(self, fparams: dict[str, Any]) -> dict[str, Any]:
+        """The runtime parameter arrays of the program (here: the per-cell float arrays)."""
+        return fparams
+
+    def _put(self, tree: Any, role: str) -> Any:
+        """Host arrays onto the device (``role``: 'state', 'inputs' or 'params')."""
+        import jax
+
+        return jax.device_put(tree)
+
+    def _fetch(self, x: Any, role: str, rows: int | None) -> Any:
+        """A device array back on the host (``role``: 'state', 'probes', 'spikes' or 'counters'),
+        its first ``rows`` rows only (None: all)."""
+        import numpy as np
+
+        return np.asarray(x)[:rows]
+
+    def _jit_options(self) -> dict[str, Any]:
+        """Extra ``jax.jit`` arguments of the program (shardings, for a sharded build)."""
+        return {}
+
+    def _step_body(self, one_step: Any, nblocks: Any) -> Any:
+        """The loop body of one step, ``(s, carry, k) -> carry`` (a sharded build wraps it)."""
+        return one_step
+
+    def _arg_spec(self, a: Any, role: str, key: str = "") -> Any:
+        """The abstract value the program is lowered for, of host array ``a`` in ``role`` (``key``:
+        its name among the parameters)."""
+        import jax
+        import numpy as np
+
+        return jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
 
     # ----------------------------------------------------------------------- tracing
     def _program(self, state: Any, inputs: Any, fparams: Any, step0: Any, t0: Any, nblocks: Any) -> Any:
@@ -474,6 +510,9 @@ class JaxExecutor(Executor):
         kernel, ops, se, rule = self.kernel, self.ops, self.sample_every, self.kernel.spike_rule
         params = {**self._static, **fparams}
         inputs = load_inputs(ops, inputs)  # run-time values: arithmetic on them is the device's
+        # the shapes of what this program holds (a shard's own, in a sharded build)
+        probe_shape = jax.eval_shape(kernel.probe, state).shape
+        spike_shape = jax.eval_shape(lambda s: s[rule.row], state).shape if rule is not None else (0,)
         split = self.tuning.split_rows and not isinstance(state, (tuple, list)) and state.ndim >= 2
         ncount = len(self.counter_names)
 
@@ -493,12 +532,14 @@ class JaxExecutor(Executor):
                 first = jnp.where(up, s.astype(first.dtype), first)
             return (tuple(new[i] for i in range(new.shape[0])) if split else new), first, counts
 
+        step = self._step_body(one_step, nblocks)
+
         def one_block(k: Any, carry: Any) -> Any:
             rows, probes, spikes, counters = carry
-            first0 = jnp.full(self._spike_shape, _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE)
+            first0 = jnp.full(spike_shape, _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE)
             counts0 = jnp.zeros((ncount,), dtype=jnp.int32)
             rows, first, counts = jax.lax.fori_loop(
-                0, se, lambda s, c: one_step(s, c, k), (rows, first0, counts0), unroll=min(self.tuning.unroll, se)
+                0, se, lambda s, c: step(s, c, k), (rows, first0, counts0), unroll=min(self.tuning.unroll, se)
             )
             state = jnp.stack(rows) if split else rows
             probes = probes.at[k].set(jnp.asarray(kernel.probe(state), dtype=probes.dtype))
@@ -507,8 +548,8 @@ class JaxExecutor(Executor):
         c = self.chunk_blocks
         init = (
             tuple(state[i] for i in range(state.shape[0])) if split else state,
-            jnp.zeros((c, *self._probe_shape), dtype=self.dtype),
-            jnp.full((c, *self._spike_shape), _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE),
+            jnp.zeros((c, *probe_shape), dtype=self.dtype),
+            jnp.full((c, *spike_shape), _loop.NO_SPIKE, dtype=_loop.SPIKE_DTYPE),
             jnp.zeros((c, ncount), dtype=jnp.int32),
         )
         rows, probes, spikes, counters = jax.lax.fori_loop(0, nblocks, one_block, init)
@@ -553,11 +594,8 @@ class JaxExecutor(Executor):
         import jax
         import numpy as np
 
-        def spec(a: Any) -> Any:
-            return jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
-
         inputs = _loop.merge_inputs(self.kernel, self.workload, {}, self.dtype)
-        i32 = jax.ShapeDtypeStruct((), np.int32)
+        i32 = self._arg_spec(np.int32(0), "scalar")
         if finite_state:
             self.ops.assume_finite_state, self.ops.finite_state_kept = True, False
         try:
@@ -569,10 +607,10 @@ class JaxExecutor(Executor):
 
                 renamed.__name__ = renamed.__qualname__ = name
                 program = renamed
-            lowered = jax.jit(program, donate_argnums=(0,)).lower(
-                jax.tree_util.tree_map(spec, state0),
-                {k: spec(v) for k, v in inputs.items()},
-                {k: spec(v) for k, v in self._fparams_host.items()},
+            lowered = jax.jit(program, donate_argnums=(0,), **self._jit_options()).lower(
+                jax.tree_util.tree_map(lambda a: self._arg_spec(a, "state"), state0),
+                {k: self._arg_spec(v, "inputs") for k, v in inputs.items()},
+                {k: self._arg_spec(v, "params", k) for k, v in self._fparams_host.items()},
                 i32,
                 i32,
                 i32,
@@ -630,8 +668,9 @@ class JaxExecutor(Executor):
         counts: list[np.ndarray] = []
         with x64_mode(self.dtype):
             program = self._program_for(host_state)
-            dev_state = jax.device_put(host_state)
-            dev_inputs = jax.device_put(host_inputs)
+            dev_state = self._put(host_state, "state")
+            dev_inputs = self._put(host_inputs, "inputs")
+            del host_state, host_inputs  # (their device copies hold them now)
             done = 0
             while done < nsamples:
                 nb = min(self.chunk_blocks, nsamples - done)
@@ -640,11 +679,11 @@ class JaxExecutor(Executor):
                 dev_state, p, s, c = program(
                     dev_state, dev_inputs, self._fparams, np.int32(step0), np.int32(t0), np.int32(nb)
                 )
-                probes.append(np.asarray(p)[:nb])
-                spikes.append(np.asarray(s)[:nb])
-                counts.append(np.asarray(c)[:nb])
+                probes.append(self._fetch(p, "probes", nb))
+                spikes.append(self._fetch(s, "spikes", nb))
+                counts.append(self._fetch(c, "counters", nb))
                 done += nb
-            out_state = jax.tree_util.tree_map(np.asarray, dev_state)
+            out_state = jax.tree_util.tree_map(lambda x: self._fetch(x, "state", None), dev_state)
         self.steps_done += nsamples * self.sample_every
         has_spikes = self.kernel.spike_rule is not None
         probe_arr = np.concatenate(probes) if probes else np.zeros((0, *self._probe_shape), dtype=self.dtype)

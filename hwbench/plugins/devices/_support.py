@@ -183,8 +183,10 @@ def jax_on_device(
     engine: str | None,
     what: str,
     dtype: str = "float32",
+    shards: int | None = None,
 ) -> Executor:
-    """The JAX engine's executor, traced and run on JAX's first ``platform`` device.
+    """The JAX engine's executor, traced and run on JAX's first ``platform`` device (with
+    ``shards``: split over the first ``shards`` of them, docs/scaling.md).
 
     ``precision`` is JAX's ``default_matmul_precision`` ("default", "high", "highest"): on a TPU
     it selects 1, 3 or 6 bf16 passes; on an NVIDIA GPU "highest" keeps fp32 off TF32.
@@ -208,5 +210,10 @@ def jax_on_device(
     with ExitStack() as stack:
         for context in contexts():
             stack.enter_context(context)
-        inner = chosen.build(kernel, workload, dtype=dtype)
+        if shards is None:
+            inner = chosen.build(kernel, workload, dtype=dtype)
+        else:
+            from hwbench.core.engines.jax_sharded import build_sharded
+
+            inner = build_sharded(chosen, kernel, workload, shards=shards, dtype=dtype, platform=platform)
     return ContextExecutor(inner, contexts, f"real: {device.device_kind} via {what}, matmul precision {precision}")

@@ -471,6 +471,7 @@ class A100Device(KnobbedDevice):
                 precision="default" if tf32 else "highest",
                 engine=engine,
                 what=f"{backend}, TF32 {'on' if tf32 else 'off'}",
+                shards=request.shards,
             )
         return _tensorrt_executor(kernel, workload, engine, backend)
 

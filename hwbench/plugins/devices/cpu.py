@@ -56,7 +56,7 @@ class CpuDevice(Device):
     def executor(self, request: RunRequest) -> Executor:
         """Native IEEE arithmetic on the chosen engine. A request's profile is honoured by running
         the generic emulation of it (a CPU profile is native, so only a user's own file does that)."""
-        from hwbench.core.engines.select import pick_engine
+        from hwbench.core.engines.select import build_engine, pick_engine
         from hwbench.core.plugins import get_registry
 
         mode = request.mode or self.default_mode
@@ -67,7 +67,14 @@ class CpuDevice(Device):
             return emulated_executor(request.with_mode(mode), profile)
         dtype = request.dtype or ("float64" if mode == "fp64" else "float32")
         chosen = pick_engine(get_registry().engines, request.engine, dtype)
-        return chosen.build(request.kernel, request.workload, dtype=dtype, sample_every=request.sample_every)
+        return build_engine(
+            chosen,
+            request.kernel,
+            request.workload,
+            dtype=dtype,
+            sample_every=request.sample_every,
+            shards=request.shards,
+        )
 
 
 @hookimpl

@@ -181,6 +181,7 @@ class H100Device(KnobbedDevice):
             precision="default",
             engine=request.engine,
             what=f"{backend}, TF32 tensor cores",
+            shards=request.shards,
         )
 
     def real_matrix_unit(self, mode: str) -> JaxTensorCoreUnit | None:

@@ -207,6 +207,13 @@ class Bf16PassOps:
     def matmul(self, a: Any, b: Any, precision: str | None = None) -> Any:
         return self._passes(self._raw.matmul, a, b)
 
+    def gather_map_scatter(self, message: Any, x: Any, src: Any, tgt: Any, size: int) -> Any:
+        """The wrapped namespace's own (it holds no matrix product): fused where the emulation can
+        fuse it, as without this wrapper, which a sharded engine needs (docs/scaling.md)."""
+        from hwbench.core.ops import gather_map_scatter
+
+        return gather_map_scatter(self._inner, message, x, src, tgt, size)
+
     def conv2d(self, x: Any, w: Any, padding: tuple[int, int], precision: str | None = None) -> Any:
         """The MXU runs a convolution as matrix products of patches: the same passes."""
         return self._passes(lambda p, q: self._raw.conv2d(p, q, padding), x, w)
@@ -386,6 +393,7 @@ class TpuV3Device(EmulatedDevice):
             precision=str(request.mode),
             engine=request.engine,
             what=str(self.detect_real()),
+            shards=request.shards,
         )
 
     def matrix_unit_model(self, mode: str) -> MatrixUnitModel | None:

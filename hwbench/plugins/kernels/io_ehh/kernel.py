@@ -220,6 +220,55 @@ class IoEhhKernel(Kernel):
         if connected:
             network.side_for_connected(int(size))
 
+    def check_shards(
+        self, size: int, shards: int, *, connected: bool = True, overrides: dict[str, Any] | None = None
+    ) -> None:
+        """A connected network splits into slabs of whole z-planes of its n x n x n torus: the count
+        must divide n and leave slabs at least as thick as a gap junction reaches (ceil(rmax) - 1
+        planes), so that every junction joins a slab to itself or a neighbour. An unconnected one
+        splits into equal runs of cells."""
+        self.check_size(size, connected=connected)
+        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+            raise UsageError(f"--shard must be a positive integer number of devices, got {shards!r}")
+        if not connected:
+            if size % shards:
+                counts = ", ".join(str(d) for d in _divisors(size, 64))
+                raise UsageError(f"--shard {shards} does not divide {size:,} unconnected cells; choose from: {counts}")
+            return
+        n = network.side_for_connected(size)
+        rmax = float((overrides or {}).get("rmax", network.DEFAULT_RMAX))
+        reach = shard_reach(n, rmax)
+        allowed = [d for d in _divisors(n) if d == 1 or n // d >= reach]
+        if shards not in allowed:
+            why = (
+                "does not divide"
+                if n % shards
+                else f"leaves slabs thinner than the junctions' reach ({reach} planes) on"
+            )
+            raise UsageError(
+                f"--shard {shards} {why} the {n}^3 torus of {size:,} cells (slabs of whole z-planes); "
+                f"choose from: {', '.join(map(str, allowed))}"
+            )
+
+    def partition(self, workload: Workload, shards: int) -> np.ndarray:
+        """Slabs of whole z-planes of the torus (``shards`` divides the side n), each cell by its
+        grid position; an unconnected network in equal runs of cell numbers."""
+        import numpy as np
+
+        connected = bool(workload.meta.get("connected", True))
+        self.check_shards(
+            workload.size, shards, connected=connected, overrides={"rmax": workload.meta.get("rmax", 4.0)}
+        )
+        if not connected:
+            return np.arange(workload.size) // (workload.size // shards)
+        position = workload.annotations.get("position")
+        if position is None or np.shape(position) != (workload.size,):
+            raise UsageError("a connected io-ehh workload without its cells' grid positions cannot be sharded")
+        n = network.side_for_connected(workload.size)
+        z = np.asarray(position, dtype=np.int64) // (n * n)
+        owner: np.ndarray = z // (n // shards)
+        return owner
+
     def default_inputs(self, workload: Workload) -> dict[str, np.ndarray]:
         """``I_app`` (uA/cm^2, into the dendrite): zero unless a protocol applies a current."""
         import numpy as np
@@ -278,6 +327,18 @@ class IoEhhKernel(Kernel):
         per_cell = 8 * (3 * len(model.STATE_NAMES) + len(model.DEFAULT_PARAMS) + 40)
         ngj = network.DEFAULT_MEAN_DEGREE * size if connected else 0
         return int(ENGINE_WORKING_BYTES + size * per_cell + ngj * BYTES_PER_JUNCTION)
+
+
+def shard_reach(n: int, rmax: float) -> int:
+    """How many z-planes a gap junction spans at most: offsets have r < rmax (capped as the network
+    caps it), so |dz| <= ceil(rmax) - 1."""
+    import math
+
+    return max(0, math.ceil(network.radius_cap(rmax, n)) - 1)
+
+
+def _divisors(n: int, most: int | None = None) -> list[int]:
+    return [d for d in range(1, min(n, most or n) + 1) if n % d == 0]
 
 
 def initial_state(size: int, rng: np.random.Generator) -> np.ndarray:
