@@ -76,6 +76,62 @@ class CandidateVerdict(BaseModel, defer_build=True):
     reasons: list[str]
 
 
+class NodeReport(BaseModel, defer_build=True):
+    """One node of a user's graph (an ONNX node, a jaxpr equation): its output's error against the
+    float64 reference, as the candidate computed it from its own inputs, and against its floor."""
+
+    name: str
+    op_type: str
+    source: str = Field("", description="where the user wrote it (file:line of a jaxpr equation; '' for ONNX)")
+    elements: int
+    nonfinite: int = Field(0, description="non-finite elements where the reference is finite")
+    max_abs_error: float
+    max_rel_error: float = Field(description="max |cand - ref| / |ref| over elements with ref != 0")
+    max_ulps: float = Field(
+        description="max |cand - ref| in ulps of the reference value in the device's storage format"
+    )
+    mean_signed_rel: float = Field(description="mean (cand - ref) / |ref|: a bias (rounding toward zero shows)")
+    floor_ulps: float | None = Field(None, description="the same error of the fp32 ensemble floor (None: no floor)")
+    above_floor: bool = False
+    mechanism: str | None = Field(None, description="what made it diverge, where known (saturation, flushing, ...)")
+
+
+class PrecisionMap(BaseModel, defer_build=True):
+    """The nodes to keep at a wider format of the device so that the outputs pass (``--precision-map``)."""
+
+    wider_mode: str = Field(description="the device mode whose arithmetic the kept nodes use")
+    keep_wider: list[str] = Field(description="node names, in graph order")
+    verdict: Verdict = Field(description="the verdict of the rerun with these nodes kept wider")
+    flops_share: float = Field(description="share of the model's matrix-product FLOPs the kept nodes compute")
+    nodes_share: float = Field(description="share of the run-time nodes kept")
+    evaluations: int = Field(description="evaluations of the model the search made")
+    method: str = ""
+
+
+class CandidateNodes(BaseModel, defer_build=True):
+    """A candidate of a model or function audit: its verdict, every node's error and the first node
+    above its floor (front-end neutral: ONNX graphs and jaxprs report the same)."""
+
+    device: str
+    mode: str
+    verdict: Verdict
+    engine: str = Field(description="what computed the candidate (the evaluator on the device's arithmetic, ...)")
+    execution: Literal["real", "emulated"]
+    arithmetic: dict[str, str] = Field(
+        default_factory=dict, description="how each kind of op was computed: matmul method, reduction order, ..."
+    )
+    ulp_format: str = Field("", description="the format whose ulps nodes' errors are counted in")
+    nodes: list[NodeReport] = Field(default_factory=list)
+    first_divergent_node: str | None = Field(None, description="the first node, in graph order, above its floor")
+    mechanism: str | None = Field(None, description="the first divergent node's mechanism, where known")
+    outputs: dict[str, dict[str, Any]] = Field(default_factory=dict, description="each output's errors and agreement")
+    real_run: dict[str, Any] | None = Field(
+        None, description="the same model run on the real chip, beside the emulation (or why that was not possible)"
+    )
+    precision_map: PrecisionMap | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
 class ProtocolReport(BaseModel, defer_build=True):
     name: str
     description: str
@@ -88,6 +144,9 @@ class ProtocolReport(BaseModel, defer_build=True):
     runs: list[RunSummary]
     verdicts: list[CandidateVerdict]
     verdict: Verdict
+    candidates: list[CandidateNodes] = Field(
+        default_factory=list, description="node by node, per candidate (model and function audits; else empty)"
+    )
 
 
 class AuditReport(BaseModel, defer_build=True):

@@ -41,6 +41,11 @@ FUNCTIONS: dict[str, OpClass] = {
     "log": OpClass.EXP,
     "tanh": OpClass.EXP,
     "erf": OpClass.EXP,
+    "erfc": OpClass.EXP,
+    "erf_inv": OpClass.EXP,
+    "exp2": OpClass.EXP,
+    "lgamma": OpClass.EXP,
+    "digamma": OpClass.EXP,
     "sin": OpClass.EXP,
     "cos": OpClass.EXP,
     "tan": OpClass.EXP,
@@ -55,10 +60,12 @@ FUNCTIONS: dict[str, OpClass] = {
     "expm1": OpClass.EXP,
     "log1p": OpClass.EXP,
     "sqrt": OpClass.POW,
+    "rsqrt": OpClass.POW,
     "cbrt": OpClass.POW,
 }
 _NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh"}
 _NUMPY_NAMES |= {"atanh": "arctanh"}
+_SPECIAL = {"erfc": "erfc", "erf_inv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
 _BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv}
 _COMPARE = {
     "less": operator.lt,
@@ -72,6 +79,12 @@ _COMPARE = {
 
 def xp_function(xp: Any, name: str) -> Callable[[Any], Any]:
     """The array namespace's own ``name`` (numpy or jax.numpy), erf from SciPy / jax.scipy."""
+    if name == "rsqrt":  # XLA's own op (CUDA's rsqrtf on a GPU); numpy: 1 / sqrt in the array's type
+        if xp is np:
+            return lambda v: np.divide(np.ones((), dtype=v.dtype), np.sqrt(v))
+        from jax import lax
+
+        return lax.rsqrt
     if name == "erf":
         if xp is np:
             from scipy.special import erf
@@ -80,6 +93,15 @@ def xp_function(xp: Any, name: str) -> Callable[[Any], Any]:
         import jax.scipy.special
 
         return jax.scipy.special.erf
+    special = _SPECIAL.get(name)
+    if special is not None:  # SciPy's and jax.scipy's special functions
+        if xp is np:
+            import scipy.special
+
+            return getattr(scipy.special, special)  # type: ignore[no-any-return]
+        import jax.scipy.special
+
+        return getattr(jax.scipy.special, special)  # type: ignore[no-any-return]
     return getattr(xp, _NUMPY_NAMES.get(name, name))  # type: ignore[no-any-return]
 
 
@@ -137,14 +159,16 @@ class Arith:
     def move(self, fn: Callable[..., Any], *values: Any) -> Any:
         """``fn`` of the values' engine arrays: an exact data movement (reshape, transpose, slice,
         concatenation, padding with zeros, gather, broadcast). The result keeps the format the
-        first float value was known to lie in (a move creates no new number)."""
+        float values were all known to lie in (a move creates no new number; values of different
+        or unknown formats give an unknown one)."""
         out = fn(*(self.lower(v) for v in values))
-        tagged = next((v for v in values if _is_emu(v)), None)
-        if tagged is None or not _is_float(out):
+        floats = [v for v in values if v is not None and _is_float(self.lower(v))]
+        if not self.emulating or not floats or not _is_float(out):
             return self.lift(out)
+        formats = {v.fmt if _is_emu(v) else None for v in floats}
         from hwbench.accuracy.numerics.emulated_array import EmuArray
 
-        return EmuArray(out, self.ops, tagged.fmt, None)
+        return EmuArray(out, self.ops, formats.pop() if len(formats) == 1 else None, None)
 
     def store(self, x: Any) -> Any:
         """``x`` written to the device's memory in its storage format (the ``store`` class)."""
@@ -280,15 +304,37 @@ class Arith:
         axes = sorted({a % ndim for a in axes}) if ndim else []
         if not axes:
             return x
-        if not self._tree_sums:
-            out = self.lift(self.xp.sum(self.lower(x), axis=tuple(axes), keepdims=keepdims))
-        else:
+        if self._tree_sums:
             out = x
             for axis in reversed(axes):
-                out = self._tree_sum(out, axis)
+                out = self._tree("add", out, axis)
             if not keepdims:
                 out = self.move(lambda v: self.xp.squeeze(v, axis=tuple(axes)), out)
+        elif self.emulating:  # the namespace's own sum: its ADD class (saturation, counters)
+            out = self._operand(x)
+            for axis in reversed(axes):
+                out = self.ops.sum(out, axis)
+            if keepdims:
+                out = self.move(lambda v: self.xp.expand_dims(v, tuple(axes)), out)
+        else:
+            out = self.lift(self.xp.sum(self.lower(x), axis=tuple(axes), keepdims=keepdims))
         return self.once(out)
+
+    def prod(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
+        """The product over ``axes``: a pairwise tree of the device's multiplications where it
+        rounds them (an assumed order, as for :meth:`sum`), else the engine's product."""
+        ndim = len(self.lower(x).shape)
+        axes = sorted({a % ndim for a in axes}) if ndim else []
+        if not axes:
+            return x
+        if not self.emulating:
+            return self.lift(self.xp.prod(self.lower(x), axis=tuple(axes), keepdims=keepdims))
+        out = x
+        for axis in reversed(axes):
+            out = self._tree("mul", out, axis)
+        if not keepdims:
+            out = self.move(lambda v: self.xp.squeeze(v, axis=tuple(axes)), out)
+        return out
 
     def once(self, x: Any) -> Any:
         """``x`` computed once, as a device computes a value it then reads twice. XLA may copy a
@@ -301,19 +347,21 @@ class Arith:
 
         return self.move(lax.optimization_barrier, x)
 
-    def _tree_sum(self, x: Any, axis: int) -> Any:
-        """Pairwise sums along ``axis`` (kept, length 1): halves added elementwise until one is left."""
+    def _tree(self, op: str, x: Any, axis: int) -> Any:
+        """Pairwise ``op`` (add, mul) along ``axis`` (kept, length 1): halves combined elementwise
+        until one is left."""
         xp = self.xp
         n = self.lower(x).shape[axis]
         if n == 0:
             shape = list(self.lower(x).shape)
             shape[axis] = 1
-            return self.lift(xp.zeros(shape, dtype=self.lower(x).dtype))
+            fill = xp.zeros if op == "add" else xp.ones
+            return self.lift(fill(shape, dtype=self.lower(x).dtype))
         while n > 1:
             half = n // 2
             first = self.move(lambda v, h=half: _take(xp, v, 0, h, axis), x)
             second = self.move(lambda v, h=half: _take(xp, v, h, 2 * h, axis), x)
-            pairs = self.binary("add", first, second)
+            pairs = self.binary(op, first, second)
             if n % 2:
                 last = self.move(lambda v, k=n: _take(xp, v, k - 1, k, axis), x)
                 pairs = self.move(lambda p, q: xp.concatenate([p, q], axis=axis), pairs, last)
@@ -326,6 +374,25 @@ class Arith:
 
     def reduce_min(self, x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
         return self.move(lambda v: self.xp.min(v, axis=tuple(axes), keepdims=keepdims), x)
+
+    def gather(self, x: Any, index: Any, axis: int) -> Any:
+        """``take(x, index, axis)``: the device's gather (its GATHER class: a chip that lowers gathers
+        to one-hot matrix products rounds the source to the matrix unit's input format) where the
+        namespace has one, else an exact move. ``index`` is an engine integer array, in range."""
+        ndim = len(self.lower(x).shape)
+        axis %= max(ndim, 1)
+        xp = self.xp
+        if not self.emulating or not _is_float(self.lower(x)) or ndim == 0:
+            return self.move(lambda v, i: xp.take(v, i, axis=axis), x, index)
+        last = self.move(lambda v: xp.moveaxis(v, axis, -1), x)  # pre + post + (n,)
+        out = self.ops.gather(self._operand(last), index)  # pre + post + index.shape
+        k, rest = len(getattr(index, "shape", ())), ndim - 1
+
+        def back(v: Any) -> Any:
+            order = (*range(axis), *range(rest, rest + k), *range(axis, rest))
+            return xp.transpose(v, order)
+
+        return self.move(back, out)
 
     # --- the matrix unit -----------------------------------------------------------------------
     def matmul(self, a: Any, b: Any) -> Any:
@@ -375,15 +442,18 @@ class Arith:
         pads: Sequence[tuple[int, int]],
         dilations: Sequence[int],
         groups: int = 1,
+        lhs_dilation: Sequence[int] | None = None,
     ) -> Any:
         """An N-d cross-correlation, ONNX's layout (x: N, C, *spatial; w: M, C/groups, *kernel), as
         the matrix unit computes it: a matrix product of patches (im2col; patch order channel,
         then kernel position). Patches are exact data movement; the product is :meth:`matmul`.
+        ``lhs_dilation`` spreads the input with zeros first (a transposed convolution, as XLA
+        writes one).
 
         On the JAX backend a namespace that computes products by rounding operands (or splitting
         them into passes) around a native product takes XLA's convolution as that product: the
         same arithmetic, without materialising the patches."""
-        native = self._native_conv(strides, pads, dilations, groups)
+        native = self._native_conv(strides, pads, dilations, groups, lhs_dilation)
         if native is not None:
             if not self.emulating:
                 return native(x, w)
@@ -391,6 +461,8 @@ class Arith:
             if bilinear is not None and not self._host_matmul:
                 return bilinear(native, self._operand(x), self._operand(w))
         xp = self.xp
+        if lhs_dilation is not None and any(f != 1 for f in lhs_dilation):
+            x = self.move(lambda v: _dilate(xp, v, lhs_dilation), x)
         rx, rw = self.lower(x), self.lower(w)
         n, c = rx.shape[:2]
         m = rw.shape[0]
@@ -426,7 +498,12 @@ class Arith:
         return self.move(lambda v: _patches(self.xp, v, kernel, strides, pads, dilations, fill), x)
 
     def _native_conv(
-        self, strides: Sequence[int], pads: Sequence[tuple[int, int]], dilations: Sequence[int], groups: int
+        self,
+        strides: Sequence[int],
+        pads: Sequence[tuple[int, int]],
+        dilations: Sequence[int],
+        groups: int,
+        lhs_dilation: Sequence[int] | None = None,
     ) -> Callable[[Any, Any], Any] | None:
         """XLA's convolution with these settings at full precision (JAX backend only)."""
         if self.backend != "jax":
@@ -439,6 +516,7 @@ class Arith:
                 w,
                 tuple(strides),
                 [(int(p[0]), int(p[1])) for p in pads],
+                lhs_dilation=tuple(lhs_dilation) if lhs_dilation is not None else None,
                 rhs_dilation=tuple(dilations),
                 feature_group_count=groups,
                 precision=lax.Precision.HIGHEST,
@@ -464,6 +542,57 @@ class Arith:
             "reduction": order,
             "elementwise": "the device's elementwise arithmetic (numerics profile)",
         }
+
+    # --- scatter-adds, running reductions, two-operand functions ---------------------------------
+    def scatter_add(self, values: Any, index: Any, size: int) -> Any:
+        """A last axis of length ``size`` with ``out[..., index[j]] += values[..., j]``: the device's
+        scatter-add (its GATHER class). A chip whose compiler lowers it to a one-hot matrix product
+        rounds the values to the matrix unit's input format and sums each target's terms in list
+        order, every partial sum rounded to the unit's accumulation format (a traced ``index``
+        cannot be ordered when traced: then the total is rounded once); elsewhere the engine's
+        scatter-add, each target's terms in list order. ``index``: 1-D integers in range."""
+        if self.emulating and _is_float(self.lower(values)):
+            return self.ops.scatter_add(self._operand(values), index, size)
+        return self.lift(self.ops.scatter_add(self.lower(values), index, size))
+
+    def cumulative(self, op: str, x: Any, axis: int, reverse: bool = False) -> Any:
+        """The running ``op`` (``add``, ``mul``, ``max``, ``min``) along ``axis``, each partial result
+        the device's operation, in a stated order: a Kogge-Stone parallel prefix (round k combines
+        each element's partial with the one ``2**k`` before it; log2(n) rounds), the order of a
+        log-depth scan as XLA lowers one (assumed for a chip). Native arithmetic: the engine's own."""
+        xp = self.xp
+        raw = self.lower(x)
+        axis %= max(raw.ndim, 1)
+        if not self.emulating or not _is_float(raw):
+            return self.lift(_native_cumulative(xp, op, raw, axis, reverse))
+        combine = {
+            "add": lambda p, q: self.binary("add", p, q),
+            "mul": lambda p, q: self.binary("mul", p, q),
+            "max": self.maximum,
+            "min": self.minimum,
+        }[op]
+        out = self.move(lambda v: xp.flip(v, axis), x) if reverse else x
+        n, shift = raw.shape[axis], 1
+        while shift < n:
+            head = self.move(lambda v, s=shift: _take(xp, v, 0, s, axis), out)
+            later = self.move(lambda v, s=shift: _take(xp, v, s, n, axis), out)
+            earlier = self.move(lambda v, s=shift: _take(xp, v, 0, n - s, axis), out)
+            tail = combine(earlier, later)
+            out = self.move(lambda h, t: xp.concatenate([h, t], axis=axis), head, tail)
+            shift *= 2
+        return self.move(lambda v: xp.flip(v, axis), out) if reverse else out
+
+    def atan2(self, y: Any, x: Any) -> Any:
+        """``atan2(y, x)`` with the device's elementwise arithmetic of the EXP class (a stream of its
+        own): the native function rounded as the class rounds. Assumed: where a profile gives the
+        class an input format only ``y`` is rounded onto it (no modelled device sets one)."""
+        if not self.emulating:
+            return self.xp.arctan2(y, x)
+        second = self.lower(self._operand(x))
+        elementwise = getattr(self.ops, "elementwise", None)
+        if elementwise is None:
+            return self.lift(self.xp.arctan2(self.lower(y), second))
+        return elementwise("atan2", lambda t: self.xp.arctan2(t, second), self._operand(y), OpClass.EXP)
 
     # --- internals -------------------------------------------------------------------------------
     def _operand(self, x: Any) -> Any:
@@ -542,3 +671,29 @@ def _group_columns(xp: Any, p: Any, groups: int, k: int) -> Any:
     v = xp.reshape(p, (n, groups, k, math.prod(out)))
     v = xp.transpose(v, (1, 0, 3, 2))  # groups, N, O, K
     return xp.reshape(v, (groups, n * math.prod(out), k))
+
+
+def _dilate(xp: Any, x: Any, factors: Sequence[int]) -> Any:
+    """``x`` (N, C, *spatial) with ``factor - 1`` zeros between neighbours along each spatial axis."""
+    if xp is np:
+        shape = (*x.shape[:2], *((s - 1) * f + 1 for s, f in zip(x.shape[2:], factors)))
+        out = np.zeros(shape, dtype=x.dtype)
+        out[(slice(None), slice(None), *(slice(None, None, f) for f in factors))] = x
+        return out
+    from jax import lax
+
+    config = [(0, 0, 0), (0, 0, 0), *((0, 0, f - 1) for f in factors)]
+    return lax.pad(x, np.zeros((), dtype=x.dtype), config)
+
+
+def _native_cumulative(xp: Any, op: str, x: Any, axis: int, reverse: bool) -> Any:
+    """The engine's own running ``op`` along ``axis``."""
+    if xp is np:
+        ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
+        v = np.flip(x, axis) if reverse else x
+        out = ufunc.accumulate(v, axis=axis)
+        return np.flip(out, axis) if reverse else out
+    from jax import lax
+
+    fn = {"add": lax.cumsum, "mul": lax.cumprod, "max": lax.cummax, "min": lax.cummin}[op]
+    return fn(x, axis=axis, reverse=reverse)

@@ -81,22 +81,23 @@ def node_errors(
     infos: Sequence[NodeInfo],
     cand: Mapping[str, np.ndarray],
     ref: Mapping[str, np.ndarray],
-    floor: Mapping[str, np.ndarray] | None = None,
+    floor: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]] | None = None,
     *,
     mantissa_bits: int = 23,
 ) -> list[NodeError]:
     """Every node's error in graph order; with a ``floor`` run (an fp32 run with +1 ulp inputs: the
-    noise a correct fp32 computation may show), each node is marked above it or not."""
+    noise a correct fp32 computation may show), or several (an ensemble: the floor is the largest of
+    their errors), each node is marked above it or not."""
+    floors = [] if floor is None else [floor] if isinstance(floor, Mapping) else list(floor)
     out = []
     for info in infos:
         e = node_error(info, cand, ref, mantissa_bits=mantissa_bits)
         if e is None:
             continue
-        if floor is not None:
-            f = node_error(info, floor, ref, mantissa_bits=mantissa_bits)
-            if f is not None:
-                e.floor_ulps = f.max_ulps
-                e.above_floor = e.nonfinite > 0 or e.max_ulps > max(f.max_ulps, 1.0)
+        found = [f for f in (node_error(info, run, ref, mantissa_bits=mantissa_bits) for run in floors) if f]
+        if found:
+            e.floor_ulps = max(f.max_ulps for f in found)
+            e.above_floor = e.nonfinite > 0 or e.max_ulps > max(e.floor_ulps, 1.0)
         out.append(e)
     return out
 

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from hwbench.core import interrupts
 from hwbench.core.audit_protocol import STUDY_SEED
@@ -60,7 +60,59 @@ class Audit:
         return audit_html(self.report, self.data)
 
 
+@overload
 def audit(
+    fn: Callable[..., Any],
+    /,
+    *args: Any,
+    devices: str | Sequence[str],
+    mode: str | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    ulps: float | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    store: str | bool = False,
+    tags: Sequence[str] = (),
+    progress: ProgressChoice | Progress = "auto",
+) -> Audit: ...
+
+
+@overload
+def audit(
+    devices: str | Sequence[str],
+    *,
+    kernel: str = DEFAULT_KERNEL,
+    config: str | None = None,
+    mode: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    profile: str | None = None,
+    protocols: Sequence[str] = (),
+    quick: bool = False,
+    dt_refine: bool = False,
+    seed: int = STUDY_SEED,
+    engine: str | None = None,
+    cache: bool = True,
+    out: str | Path | None = None,
+    store: str | bool = False,
+    tags: Sequence[str] = (),
+    progress: ProgressChoice | Progress = "auto",
+) -> Audit: ...
+
+
+def audit(*args: Any, **kwargs: Any) -> Audit:
+    """Audit a kernel on devices (``hwbench.audit("groq", quick=True)``), or a JAX function:
+    ``hwbench.audit(fn, *example_args, devices=["groq", "a100:tensorrt"], rtol=..., atol=..., ulps=...)``
+    (a callable first argument selects it; :func:`hwbench.library.function.audit_function_call`)."""
+    if args and callable(args[0]):
+        from hwbench.library.function import audit_function_call
+
+        report, data, written = audit_function_call(args[0], args[1:], **kwargs)
+        return Audit(report, data, written)
+    return audit_kernel(*args, **kwargs)
+
+
+def audit_kernel(
     devices: str | Sequence[str],
     *,
     kernel: str = DEFAULT_KERNEL,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -68,7 +68,48 @@ def spike_lists(spikes: np.ndarray | None, sample_every: int) -> list[list[int]]
     return out
 
 
+@overload
+def run(fn: Callable[..., Any], /, *args: Any, device: str, mode: str | None = None, seed: int = 0) -> Any: ...
+
+
+@overload
 def run(
+    kernel: str = DEFAULT_KERNEL,
+    device: str = "cpu",
+    *,
+    mode: str | None = None,
+    engine: str | None = None,
+    cells: int | None = None,
+    connected: bool = True,
+    ms: float = 100.0,
+    seed: int = STUDY_SEED,
+    overrides: dict[str, Any] | None = None,
+    repeats: int = 1,
+    workload: str | Path | Workload | None = None,
+    save_workload: str | Path | None = None,
+    probe_cells: int | None = None,
+    out: str | Path | None = None,
+    energy: bool = True,
+    energy_model: bool = False,
+    store: str | bool = False,
+    notify: Notify | None = None,
+) -> Run: ...
+
+
+def run(*args: Any, **kwargs: Any) -> Any:
+    """Run a kernel (``hwbench.run(kernel="io-ehh", device="cpu")``: a :class:`Run`), or a JAX
+    function on a device's arithmetic: ``hwbench.run(fn, *args, device="groq")`` returns ``fn``'s
+    outputs, in its own output tree, as the device computes them (a callable first argument)."""
+    if args and callable(args[0]):
+        from hwbench.library.function import run_function
+
+        if "device" not in kwargs:
+            raise UsageError("hwbench.run(fn, *args, device=...) needs the device to compute on")
+        return run_function(args[0], args[1:], **kwargs)
+    return run_kernel(*args, **kwargs)
+
+
+def run_kernel(
     kernel: str = DEFAULT_KERNEL,
     device: str = "cpu",
     *,

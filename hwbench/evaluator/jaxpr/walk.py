@@ -15,6 +15,7 @@ reference a float32 function's dtypes (casts, accumulation types, literals) are 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -30,6 +31,8 @@ CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_cal
 CALLS |= {"remat": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
 CALLS |= {"custom_vjp_call_jaxpr": "fun_jaxpr"}
 CONTROL = ("scan", "while", "cond")
+FOLD_ELEMENTS = 1 << 20
+"""Constant equations with larger outputs are left to the compiled program rather than folded."""
 
 
 def eqn_name(path: Sequence[int]) -> str:
@@ -91,6 +94,8 @@ class Walk:
 
     def _const(self, value: Any) -> Any:
         """A compile-time constant: host float arrays in the carrier dtype."""
+        if _concrete(value):
+            value = np.asarray(value)
         if isinstance(value, np.ndarray | np.generic | float | int | bool):
             arr = np.asarray(value)
             return arr.astype(self.carrier) if arr.dtype.kind == "f" else arr
@@ -104,8 +109,10 @@ class Walk:
             return self._call(eqn, ins, flags, path)
         arith = self.overrides.get(eqn_name(path), self.arith) if path is not None else self.arith
         if name in CONTROL and any(flags):
-            return self._control(eqn, ins, flags, arith)
-        if not any(flags) or not _involves_float(eqn):
+            return self._control(eqn, ins, flags, arith, path)
+        if not any(flags):
+            return self._fold(eqn, ins)
+        if not _involves_float(eqn):
             return self._native(eqn, ins)
         try:
             impl = ARITHMETIC.get(name)
@@ -127,6 +134,22 @@ class Walk:
         outs = list(out) if eqn.primitive.multiple_results else [out]
         return [self.arith.lift(o) for o in outs]
 
+    def _fold(self, eqn: Any, ins: list[Any]) -> list[Any]:
+        """An equation of compile-time constants, evaluated now on the host (what XLA folds) and kept
+        as numpy, so that what reads it sees its values: a gather's or scatter's indices (their
+        order and plan), a scatter's zero operand. Outputs over :data:`FOLD_ELEMENTS` elements stay
+        in the program."""
+        import jax
+
+        if any(math.prod(getattr(v.aval, "shape", ())) > FOLD_ELEMENTS for v in eqn.outvars):
+            return self._native(eqn, ins)
+        with jax.ensure_compile_time_eval():
+            out = eqn.primitive.bind(*[self.arith.lower(v) for v in ins], **self._params(eqn))
+        outs = list(out) if eqn.primitive.multiple_results else [out]
+        if any(isinstance(o, jax.core.Tracer) for o in outs):
+            return [self.arith.lift(o) for o in outs]
+        return [self._const(np.asarray(o)) for o in outs]
+
     def _move(self, eqn: Any, ins: list[Any], arith: Arith) -> list[Any]:
         params = self._params(eqn)
         if eqn.primitive.multiple_results:
@@ -140,22 +163,33 @@ class Walk:
         jaxpr, consts = (inner.jaxpr, inner.consts) if hasattr(inner, "consts") else (inner, ())
         return self.run(jaxpr, consts, ins, flags, path)
 
-    def _control(self, eqn: Any, ins: list[Any], flags: list[bool], arith: Arith) -> list[Any]:
+    def _control(
+        self, eqn: Any, ins: list[Any], flags: list[bool], arith: Arith, path: tuple[int, ...] | None
+    ) -> list[Any]:
         from hwbench.evaluator.jaxpr.control import cond, scan, while_loop
 
-        kinds: dict[str, Callable[..., list[Any]]] = {"scan": scan, "while": while_loop, "cond": cond}
+        if eqn.primitive.name == "scan":
+            return scan(self, eqn, ins, flags, arith, path)
+        kinds: dict[str, Callable[..., list[Any]]] = {"while": while_loop, "cond": cond}
         return kinds[eqn.primitive.name](self, eqn, ins, flags, arith)
 
     # --- helpers --------------------------------------------------------------------------------
-    def body(self, closed: Any, arith: Arith) -> Callable[..., list[Any]]:
-        """A control-flow body as a function of raw arrays (values lifted in, lowered out)."""
+    def body(
+        self, closed: Any, arith: Arith, *, stored: bool = False, path: tuple[int, ...] | None = None
+    ) -> Callable[..., tuple[list[Any], dict[str, Any]]]:
+        """A control-flow body as a function of raw arrays (values lifted in, lowered out), and the
+        outputs of its equations where they are reported (``path``: the scan's position; its body's
+        equations are named under it and, when this walk keeps outputs, kept per iteration).
+        ``stored``: its results are written to the device's memory (a loop's carry and stacked
+        outputs, in its storage format)."""
 
-        def fn(*raws: Any) -> list[Any]:
-            inner = Walk(arith, overrides=self.overrides)
+        def fn(*raws: Any) -> tuple[list[Any], dict[str, Any]]:
+            keep: dict[str, Any] | None = {} if path is not None and self.keep is not None else None
+            inner = Walk(arith, keep=keep, overrides=self.overrides)
             inner.carrier = self.carrier
             vals = [arith.lift(r) for r in raws]
-            outs = inner.run(closed.jaxpr, closed.consts, vals, [True] * len(vals), path=None)
-            return [arith.lower(o) for o in outs]
+            outs = inner.run(closed.jaxpr, closed.consts, vals, [True] * len(vals), path=path)
+            return [arith.lower(arith.store(o) if stored else o) for o in outs], keep or {}
 
         return fn
 
@@ -208,6 +242,13 @@ def _check_body(closed: Any, source: str) -> None:
     jaxpr = closed.jaxpr if hasattr(closed, "consts") else closed
     for eqn in jaxpr.eqns:
         check_supported(eqn, source_of(eqn) or source)
+
+
+def _concrete(value: Any) -> bool:
+    """Whether ``value`` is a JAX array with known values (not a tracer)."""
+    import jax
+
+    return isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer)
 
 
 def _involves_float(eqn: Any) -> bool:
