@@ -192,12 +192,14 @@ class Arith:
         product into several fusions: a softmax's ``x * c - max`` then differs from ``x * c`` by
         the product's rounding error, and its exp can overflow. A device that contracts says so
         in its profile (modelled exactly by the emulating ops); elsewhere a product is rounded
-        before it is added. Rounded products (a narrower format) are apart already."""
+        before it is added. Rounded products (a narrower format) and saturated ones (a saturating
+        profile selects after every result) are apart already."""
         if self.backend != "jax" or op not in ("mul", "div"):
             return out
         if self.emulating:
             cls = OpClass.MUL if op == "mul" else OpClass.DIV
-            if getattr(self.ops, "contracts", False) or self.ops.rules[cls].rounds:
+            saturated = getattr(getattr(self.ops, "profile", None), "special_values", "ieee") == "saturate"
+            if getattr(self.ops, "contracts", False) or self.ops.rules[cls].rounds or saturated:
                 return out
         if self._zero is None or not _is_float(self.lower(out)):
             return self.once(out)
@@ -210,7 +212,8 @@ class Arith:
 
         width = {4: "int32", 8: "int64", 2: "int16"}[np.dtype(v.dtype).itemsize]
         bits = lax.bitcast_convert_type(v, np.dtype(width))
-        return lax.bitcast_convert_type(bits | self._zero.astype(width), v.dtype)
+        zero = self._zero if np.dtype(self._zero.dtype) == np.dtype(width) else self._zero.astype(width)
+        return lax.bitcast_convert_type(bits | zero, v.dtype)
 
     def power(self, a: Any, b: Any) -> Any:
         """``a ** b``: an integral constant exponent is repeated multiplication (square and multiply,

@@ -112,6 +112,20 @@ def x64_mode(dtype: np.dtype) -> Iterator[None]:
         yield
 
 
+def compile_lowered(lowered: Any) -> tuple[Any, dict[str, Any]]:
+    """A lowered program compiled with :data:`DEFAULT_COMPILER_OPTIONS`, dropping any this XLA
+    build does not know; returns (executable, options used)."""
+    options = dict(DEFAULT_COMPILER_OPTIONS)
+    while True:
+        try:
+            return lowered.compile(options or None), options
+        except Exception as exc:  # an XLA build without one of these options: drop it, retry
+            unknown = [key for key in options if key in str(exc)]
+            if not unknown:
+                raise
+            options = {k: v for k, v in options.items() if k not in unknown}
+
+
 def _lax_precision(jax: Any, precision: str | None) -> Any:
     """XLA's precision enum for 'default' / 'high' / 'highest' (None: the configured default)."""
     if precision is None:
@@ -573,15 +587,7 @@ class JaxExecutor(Executor):
         does not know); returns (executable, options used)."""
         if self.tuning.compiler_options is not None:
             return lowered.compile(dict(self.tuning.compiler_options) or None), dict(self.tuning.compiler_options)
-        options = dict(DEFAULT_COMPILER_OPTIONS)
-        while True:
-            try:
-                return lowered.compile(options or None), options
-            except Exception as exc:  # an XLA build without one of these options: drop it, retry
-                unknown = [key for key in options if key in str(exc)]
-                if not unknown:
-                    raise
-                options = {k: v for k, v in options.items() if k not in unknown}
+        return compile_lowered(lowered)
 
     def _program_key(self, finite_state: bool) -> tuple[str, dict[str, Any]] | None:
         """The program cache's key of this build's program (None: the ops cannot say what they

@@ -31,7 +31,7 @@ def gather(a: Arith, v: list[Any], p: dict[str, Any]) -> list[Any]:
 
     x, idx = v
     shape = tuple(a.lower(x).shape)
-    axis = _gather_axis(p, shape, a.lower(idx))
+    axis = gather_axis(p, shape, a.lower(idx))
     if axis is None:
         return [a.move(lambda t, i: lax.gather_p.bind(t, i, **p), x, idx)]
     index = _index(a, idx)
@@ -44,7 +44,7 @@ def gather(a: Arith, v: list[Any], p: dict[str, Any]) -> list[Any]:
     return [a.move(lambda t: a.xp.transpose(t, order), taken)]
 
 
-def _gather_axis(p: dict[str, Any], shape: tuple[int, ...], idx: Any) -> int | None:
+def gather_axis(p: dict[str, Any], shape: tuple[int, ...], idx: Any) -> int | None:
     """The one axis a gather takes single elements along (None for any other gather)."""
     dn = p["dimension_numbers"]
     if getattr(dn, "operand_batching_dims", ()) or len(dn.start_index_map) != 1:

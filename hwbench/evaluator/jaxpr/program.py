@@ -102,23 +102,16 @@ class FunctionProgram:
                 raise UsageError(f"argument leaf {i} has dtype {leaf.dtype}; {self.name} was traced with {dtype}")
         return leaves
 
-    def compile(
+    def transformed(
         self, arith: Arith, *, intermediates: bool = False, overrides: Mapping[str, Arith] | None = None
-    ) -> Callable[[Sequence[np.ndarray]], Evaluation]:
-        """A callable from the flat input arrays to an :class:`Evaluation` (outputs ``out0``...,
-        written to the device's memory in its storage format, and with ``intermediates`` every
-        reported equation's float outputs), jitted on first call."""
-        import jax
-
-        from hwbench.core.engines.jax_engine import x64_mode
-
-        if arith.backend != "jax":
-            raise UsageError("a JAX function is evaluated on the jax backend")
+    ) -> Callable[[list[Any], Any], tuple[list[Any], dict[str, Any]]]:
+        """The transformed function of (flat inputs, an int32 zero the compiler cannot see): the
+        walk on ``arith``, to be traced by ``jax.jit``; its outputs written to the device's memory
+        in its storage format, and with ``intermediates`` every reported equation's float outputs."""
         closed = self.traced.closed
-        carrier = arith.dtype
 
         def program(flat: list[Any], zero: Any) -> tuple[list[Any], dict[str, Any]]:
-            keep: dict[str, Any] = {} if intermediates else None  # type: ignore[assignment]
+            keep: dict[str, Any] | None = {} if intermediates else None
             for a in {id(arith): arith, **{id(o): o for o in (overrides or {}).values()}}.values():
                 a.begin(0, zero)
             walk = Walk(arith, keep=keep, overrides=overrides)
@@ -126,13 +119,29 @@ class FunctionProgram:
             outs = walk.run(closed.jaxpr, closed.consts, values, [True] * len(values))
             return [arith.lower(arith.store(o)) for o in outs], keep or {}
 
-        with x64_mode(carrier):
-            jitted = jax.jit(program)
+        return program
+
+    def compile(
+        self, arith: Arith, *, intermediates: bool = False, overrides: Mapping[str, Arith] | None = None
+    ) -> Callable[[Sequence[np.ndarray]], Evaluation]:
+        """A callable from the flat input arrays to an :class:`Evaluation` (outputs ``out0``...; see
+        :meth:`transformed`), traced, lowered and compiled on its first call."""
+        import jax
+
+        from hwbench.core.engines.jax_engine import compile_lowered, x64_mode
+
+        if arith.backend != "jax":
+            raise UsageError("a JAX function is evaluated on the jax backend")
+        carrier = arith.dtype
+        program = self.transformed(arith, intermediates=intermediates, overrides=overrides)
+        compiled: list[Any] = []
 
         def run(flat: Sequence[np.ndarray]) -> Evaluation:
             inputs = [np.asarray(x).astype(carrier) if np.asarray(x).dtype.kind == "f" else np.asarray(x) for x in flat]
             with x64_mode(carrier):
-                outs, kept = jax.block_until_ready(jitted(inputs, np.int32(0)))
+                if not compiled:  # traced, lowered and compiled once, with the engine's XLA options
+                    compiled.append(compile_lowered(jax.jit(program).lower(inputs, np.int32(0)))[0])
+                outs, kept = jax.block_until_ready(compiled[0](inputs, np.int32(0)))
             return Evaluation(
                 {name: np.asarray(v) for name, v in zip(self.outputs, outs)},
                 {k: np.asarray(v) for k, v in kept.items()},

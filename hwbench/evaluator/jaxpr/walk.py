@@ -24,6 +24,7 @@ import numpy as np
 
 from hwbench.core.errors import UsageError
 from hwbench.evaluator.arith import Arith
+from hwbench.evaluator.jaxpr import exchange, indexing
 from hwbench.evaluator.jaxpr.primitives import ARITHMETIC, MOVES
 from hwbench.evaluator.jaxpr.trace import source_of
 
@@ -72,20 +73,64 @@ class Walk:
             env[var] = (self._const(value), False)
         for var, value, flag in zip(jaxpr.invars, args, flags):
             env[var] = (value, flag)
+        constant = {v for v, f in zip(jaxpr.invars, flags) if not f}
+        fused = {} if self.keep is not None or self.overrides else exchange.find(jaxpr, constant)
+        deferred = {j for found in fused.values() for j in found.members}
         for i, eqn in enumerate(jaxpr.eqns):
-            ins = [self._read(env, v) for v in eqn.invars]
-            here = (*path, i) if path is not None else None
-            outs = self._eqn(eqn, [v for v, _ in ins], [f for _, f in ins], here)
-            dyn = any(f for _, f in ins)
-            for var, value in zip(eqn.outvars, outs):
-                if type(var).__name__ != "DropVar":
-                    env[var] = (value, dyn)
-            if here is not None and self.keep is not None and dyn and eqn.primitive.name not in CALLS:
-                for k, value in enumerate(outs):
-                    raw = self.arith.lower(value)
-                    if np.dtype(raw.dtype).kind == "f":
-                        self.keep[f"{eqn_name(here)}.{k}"] = raw
+            if i in deferred:
+                continue  # evaluated with its exchange (or one by one, at its scatter-add)
+            if i in fused and self._exchange(jaxpr, fused[i], env):
+                continue
+            if i in fused:
+                for j in sorted(fused[i].members):
+                    self._step(env, jaxpr.eqns[j], None)
+            self._step(env, eqn, (*path, i) if path is not None else None)
         return [self._read(env, v)[0] for v in jaxpr.outvars]
+
+    def _step(self, env: dict[Any, tuple[Any, bool]], eqn: Any, here: tuple[int, ...] | None) -> None:
+        """One equation: its outputs into ``env`` (run-time values where any input is), and kept."""
+        ins = [self._read(env, v) for v in eqn.invars]
+        outs = self._eqn(eqn, [v for v, _ in ins], [f for _, f in ins], here)
+        dyn = any(f for _, f in ins)
+        for var, value in zip(eqn.outvars, outs):
+            if type(var).__name__ != "DropVar":
+                env[var] = (value, dyn)
+        if here is not None and self.keep is not None and dyn and eqn.primitive.name not in CALLS:
+            for k, value in enumerate(outs):
+                raw = self.arith.lower(value)
+                if np.dtype(raw.dtype).kind == "f":
+                    self.keep[f"{eqn_name(here)}.{k}"] = raw
+
+    def _exchange(self, jaxpr: Any, found: exchange.Exchange, env: dict[Any, tuple[Any, bool]]) -> bool:
+        """A gather-map-scatter computed as one exchange of the device's ops (False: the values do
+        not make one; its equations are then evaluated one by one)."""
+        from hwbench.core.ops import gather_map_scatter
+
+        eqns = jaxpr.eqns
+        planned = exchange.plan(found, eqns, lambda v: self._read(env, v)[0])
+        x, x_dynamic = self._read(env, eqns[found.gathers[0]].invars[0])
+        if planned is None or not x_dynamic:
+            return False
+        sources, src, tgt = planned
+        targets = found.gathers[1] if sources == found.gathers[0] else found.gathers[0]
+        n = int(self.arith.lower(x).shape[0])
+        for g in found.gathers:
+            if indexing.gather_axis(eqns[g].params, (n,), self._read(env, eqns[g].invars[1])[0]) != 0:
+                return False
+
+        def message(at_src: Any, at_tgt: Any) -> Any:
+            inner = dict(env)
+            inner[eqns[sources].outvars[0]] = (at_src, True)
+            inner[eqns[targets].outvars[0]] = (at_tgt, True)
+            for j in found.body:
+                self._step(inner, eqns[j], None)
+            return inner[eqns[found.scatter].invars[2]][0]
+
+        ops = self.arith.ops
+        value = self.arith.lift(self.arith.lower(x))
+        result = gather_map_scatter(ops, message, value, src.astype(np.int32), tgt.astype(np.int32), n)
+        env[eqns[found.scatter].outvars[0]] = (self.arith.lift(result), True)
+        return True
 
     def _read(self, env: dict[Any, tuple[Any, bool]], var: Any) -> tuple[Any, bool]:
         if type(var).__name__ == "Literal":
@@ -188,7 +233,8 @@ class Walk:
             inner = Walk(arith, keep=keep, overrides=self.overrides)
             inner.carrier = self.carrier
             vals = [arith.lift(r) for r in raws]
-            outs = inner.run(closed.jaxpr, closed.consts, vals, [True] * len(vals), path=path)
+            flags = [not isinstance(r, np.ndarray) for r in raws]  # constants from outside stay constants
+            outs = inner.run(closed.jaxpr, closed.consts, vals, flags, path=path)
             return [arith.lower(arith.store(o) if stored else o) for o in outs], keep or {}
 
         return fn
