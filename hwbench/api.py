@@ -31,6 +31,9 @@ Also additions: the number-format and rounding functions (``round_float``, ``rou
 (``emulating_ops``, ``unwrap``; ``docs/profiles.md``) and ``NumpyOps``, the numpy ops namespace an
 engine may reuse. The functions that compute with numpy are loaded on first use (PEP 562), so a
 plugin importing this module stays cheap to load.
+Further additions: ``load_inputs`` / ``InputOps`` (an engine hands a step its inputs through
+``load_inputs``, so that an emulation rounds arithmetic on them), ``PublishedTiming`` (a chip's
+published speed, ``DeviceSpec.published_timing``), ``RunSummary.native`` and ``MetricInfo.units``.
 """
 
 from __future__ import annotations
@@ -58,7 +61,16 @@ from hwbench.core.audit_report import AuditReport, CandidateVerdict, ProtocolRep
 from hwbench.core.contract import CONTRACT_VERSION
 from hwbench.core.device import Device, DeviceKind, DeviceSpec, ProbeResult, RunRequest, Support
 from hwbench.core.energy import EnergyReading, PublishedEnergy
-from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params
+from hwbench.core.engine import (
+    Engine,
+    Executor,
+    InputOps,
+    OpsWrapper,
+    RunOutput,
+    SteppedOps,
+    kernel_params,
+    load_inputs,
+)
 from hwbench.core.engines.numpy_engine import NumpyOps
 from hwbench.core.engines.replay import replay
 from hwbench.core.engines.select import pick_engine
@@ -80,6 +92,7 @@ from hwbench.core.metric import Metric, MetricInfo, evaluate
 from hwbench.core.ops import OPS_FUNCTIONS, OpClass, Ops
 from hwbench.core.plugins import get_registry, load_registry
 from hwbench.core.protocol_facts import AuditFacts, AuditFloors, SpikeTrainFacts, StressFacts, ValidationFacts
+from hwbench.core.published import PublishedTiming
 from hwbench.core.scenario import Trace
 
 if TYPE_CHECKING:
@@ -146,6 +159,7 @@ __all__ = [
     "FixedFormat",
     "FloatFormat",
     "HwbenchError",
+    "InputOps",
     "Kernel",
     "KernelInfo",
     "Knob",
@@ -165,6 +179,7 @@ __all__ = [
     "ProtocolInfo",
     "ProtocolReport",
     "PublishedEnergy",
+    "PublishedTiming",
     "RoundingMode",
     "RunOutput",
     "RunRequest",
@@ -198,6 +213,7 @@ __all__ = [
     "hookimpl",
     "kernel_params",
     "layer_activity",
+    "load_inputs",
     "load_registry",
     "matrix_unit",
     "parse_format",

@@ -345,3 +345,27 @@ def test_bench_refuses_a_bad_size_before_running_the_others(tmp_path: Path) -> N
     proc = hwbench(*argv, "--ms", "1000", "--repeats", "1", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert_clean_failure(proc, EXIT_USAGE, "connected io-ehh size 700", "512 (8^3) or 729 (9^3)")
     assert files_under(tmp_path) == set()
+
+
+def test_emulated_bench_says_whose_times_they_are_and_quotes_the_chip(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``bench --device groq`` times this host's emulation of the GroqChip: the table has the execution
+    column, says so in words, and sets the study's own figure for the same configuration beside it."""
+    out = tmp_path / "bench"
+    argv = ["bench", "--device", "groq", "--cells", str(CELLS), "--ms", "1", "--repeats", "1", "--connected-only"]
+    assert main([*argv, "--no-store", "--out", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    assert "exec" in text and "emul." in text
+    assert "this host's time to emulate the chip, not the chip's own time" in text
+    assert "published for the real groq, 64 cells connected: 3.7 times the A100's speed" in text
+    [timing] = BenchResult.model_validate_json((out / "bench.json").read_text()).timings
+    assert timing.execution == "emulated"
+    [published] = timing.published
+    assert published.figure == 3.7 and "Neurocomputing (2024)" in published.source and "VI-B2" in published.source
+
+
+def test_real_run_has_no_emulation_note(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["run", "--device", "cpu", "--cells", str(CELLS), "--ms", "1", "--no-store"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exec" in text and "real" in text and "not the chip's own time" not in text and "published for" not in text

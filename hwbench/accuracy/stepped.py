@@ -28,6 +28,7 @@ import numpy as np
 
 from hwbench.accuracy.checks import state_checker
 from hwbench.accuracy.metrics import abs_deviation, deviation_metrics, spike_metrics, spike_steps, spike_window_mask
+from hwbench.accuracy.numerics.native_parts import native_parts
 from hwbench.accuracy.run_metrics import Reports, run_metrics
 from hwbench.accuracy.verdict import floor, judge, regime
 from hwbench.core.audit_protocol import AuditContext, AuditProtocol, AuditSettings, Candidate, ProtocolInfo
@@ -548,6 +549,7 @@ def summary(job: Job, trace: Trace, metrics: dict[str, Any]) -> RunSummary:
         engine=trace.detail,
         profile=None if prof is None else prof.name,
         profile_confidence=confidence_counts(prof),
+        native=[] if prof is None or trace.execution != "emulated" else native_parts(prof),
         from_cache=trace.from_cache,
         setup_s=trace.setup_s,
         run_s=trace.run_s,

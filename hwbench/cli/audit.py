@@ -18,6 +18,7 @@ from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.core.audit_protocol import STUDY_SEED
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK
+from hwbench.core.results import HOST_TIME
 from hwbench.library.progress import RichProgress
 from hwbench.plugins import DEFAULT_KERNEL
 
@@ -193,6 +194,8 @@ def _render(registry: Registry, report: AuditReport) -> None:
         ]
         headers = ["run", "exec", *[h + (unit_head if with_unit else "") for h, _, with_unit in columns], "check", "s"]
         print_table(title, headers, rows, narrow=True)
+        if any(r.execution == "emulated" for r in p.runs):
+            stdout.print(f"  s: wall time here; an emulated run's is {HOST_TIME}", highlight=False)
         floor = ", ".join(f"{k} {_fmt(v)}" for k, v in p.floor.items())
         stdout.print(f"  regime: {p.regime}; floor: {floor}", highlight=False)
         for r in p.runs:  # how a device's matrix products were computed (block-FMA model or approximation)
@@ -210,10 +213,22 @@ def _render(registry: Registry, report: AuditReport) -> None:
                 f"  [{color}]{v.verdict.value}[/{color}] " + escape(f"{v.device} [{v.mode}]: " + "; ".join(v.reasons)),
                 highlight=False,
             )
+    _print_native_parts(report)
     color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[report.verdict.value]
     stdout.print(
         f"\n[bold {color}]Overall: {report.verdict.value}[/bold {color}]  ({report.elapsed_s:.1f} s)", highlight=False
     )
+
+
+def _print_native_parts(report: AuditReport) -> None:
+    """What the emulated runs computed natively by design (``RunSummary.native``), once per device mode."""
+    seen: dict[str, list[str]] = {}
+    for r in (r for p in report.protocols for r in p.runs if r.native):
+        seen.setdefault(f"{r.device} [{r.mode}]", r.native)
+    for name, parts in seen.items():
+        stdout.print(escape(f"not emulated in {name}, by design:"), highlight=False)
+        for part in parts:
+            stdout.print(escape(f"  - {part}"), highlight=False)
 
 
 COMMANDS = [audit]

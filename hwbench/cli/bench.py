@@ -11,7 +11,7 @@ from hwbench.cli import validate
 from hwbench.cli.common import device_option, energy_options, json_option, kernel_option, mode_option
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
-from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, footnotes
+from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, execution_cell, footnotes
 from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, STUDY_SEED, BenchPlan
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import get_registry
@@ -19,7 +19,8 @@ from hwbench.core.results import BenchResult
 from hwbench.library.bench import bench_plan, check_device, check_sizes, default_out
 from hwbench.library.progress import RichProgress
 
-BENCH_COLUMNS = ["engine", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF", "cell-steps/s"]
+BENCH_COLUMNS = ["engine", "exec", "dtype", "conn", "cells", "gap j.", "setup s", "run s", "us/step", "RTF"]
+BENCH_COLUMNS.append("cell-steps/s")
 
 
 @click.command()
@@ -136,7 +137,8 @@ def _report(result: BenchResult, kernel: str, device: str, ms: float, repeats: i
     if as_json:
         print_json(result)
         return
-    print_bench(f"{kernel} on {device}: {ms:g} ms simulated, min of {repeats}", result)
+    emulated = " [emulated]" if any(t.execution == "emulated" for t in result.timings) else ""
+    print_bench(f"{kernel} on {device}{emulated}: {ms:g} ms simulated, min of {repeats}", result)
 
 
 def print_bench(title: str, result: BenchResult) -> None:
@@ -147,6 +149,7 @@ def print_bench(title: str, result: BenchResult) -> None:
         [
             (
                 t.engine,
+                execution_cell(t),
                 t.dtype,
                 "yes" if t.connected else "no",
                 f"{t.ncells:,}",

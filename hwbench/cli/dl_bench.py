@@ -70,6 +70,11 @@ def run_dl_cli(registry: Registry, opts: DLBenchOptions) -> None:
     _write(result, opts)
 
 
+def emulated(t: Timing) -> bool:
+    """Whether a DL timing times an emulation: of the device, or of a precision the host lacks (TF32)."""
+    return t.execution == "emulated" or (t.dl is not None and t.dl.precision_execution == "emulated")
+
+
 def _row(t: Timing) -> tuple[str, ...]:
     """One timed DL configuration as a table row (columns as in ``_write``'s table)."""
     d = t.dl
@@ -77,8 +82,9 @@ def _row(t: Timing) -> tuple[str, ...]:
     scaled = f" (b from {d.batch_scaled_from})" if d.batch_scaled_from else ""
     return (
         t.engine,
+        "emul." if emulated(t) else "real",
         d.config,
-        d.precision + (" (emul.)" if d.precision_execution == "emulated" else ""),
+        d.precision,
         "x".join(str(v) for v in d.shape.values()) + scaled,
         f"{t.setup_s:.2f}",
         f"{t.run_s * 1e3:.2f}",
@@ -114,6 +120,7 @@ def _write(result: BenchResult, opts: DLBenchOptions) -> None:
         f"{opts.kernel} on {opts.device}: min of {opts.repeats} runs (transfers included); shape {dims}",
         [
             "engine",
+            "exec",
             "config",
             "precision",
             "shape run",
@@ -132,3 +139,6 @@ def _write(result: BenchResult, opts: DLBenchOptions) -> None:
     stdout.print(
         "  GFLOPS: real operation count (1 FMA = 2 FLOPs); 'paper f.': the paper's printed formula", highlight=False
     )
+    if any(emulated(t) for t in result.timings):
+        stdout.print("  exec emul.: the arithmetic is emulated (TF32: inputs rounded, fp32 products); the times "
+                     "are this host's, not those of a unit with that arithmetic", highlight=False)  # fmt: skip

@@ -27,7 +27,9 @@ def dl_bench_plot(result: BenchResult, path: str | Path) -> Path:
                         labels.append("*" if t.dl.batch_scaled_from else "")
             if not xs:  # this engine has no such precision (skipped): no empty legend entry
                 continue
-            label = prec + (" (emulated)" if prec == "tf32" else "")
+            emulated = any(t.dl and t.dl.precision == prec and t.dl.precision_execution == "emulated"
+                           for t in result.timings)  # fmt: skip
+            label = prec + (" (emulated: host time)" if emulated else "")
             bars = ax.bar(xs, ys, width, label=label, color=colors[prec])
             for bar, mark in zip(bars, labels):
                 if mark:

@@ -17,8 +17,10 @@ import click
 from hwbench.cli import validate
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from hwbench.core.results import HOST_TIME
 
-_LIST_COLUMNS = ["id", "created UTC", "kind", "kernel", "device", "engine", "dtype", "size", "min run s"]
+# the execution (real / emul.) under the device: a column of its own would not fit 80 columns piped
+_LIST_COLUMNS = ["id", "created UTC", "kind", "kernel", "device (exec)", "engine", "dtype", "size", "min run s"]
 _LIST_COLUMNS += ["verdict", "tags"]
 _FILTERS = ("kind", "kernel", "device", "mode", "tag", "since", "until")
 
@@ -92,13 +94,21 @@ def list_results(ctx: click.Context, /, limit: int, as_json: bool, **filters: An
         f"{len(found)} stored result(s)",
         _LIST_COLUMNS,
         [
-            (r.id, r.created[:16].replace("T", " "), r.kind, r.kernel, f"{r.device} [{r.mode}]" if r.mode else r.device,
+            (r.id, r.created[:16].replace("T", " "), r.kind, r.kernel,
+             " ".join(v for v in (r.device, f"[{r.mode}]" if r.mode else "", _exec(r.execution)) if v),
              r.engine, r.dtype, r.size,
              "" if r.run_s is None else f"{r.run_s:.4g}", r.verdict, ", ".join(r.tags))
             for r in found
         ],
         narrow=True,
     )  # fmt: skip
+    if any("emulated" in (r.execution or "") for r in found):
+        stdout.print(f"  exec emul.: the run times are {HOST_TIME}", highlight=False)
+
+
+def _exec(execution: str | None) -> str:
+    """``real``, ``emul.`` (or both) for a list row; empty for results stored before the column."""
+    return (execution or "").replace("emulated", "emul.").replace(",", ", ")
 
 
 @results.command()
@@ -200,18 +210,19 @@ def _ci(low: float | None, high: float | None) -> str:
 
 
 def _timing_row(t: Any) -> tuple[str, ...]:
-    """One configuration of a comparison; its key's parts separated by spaces, so it wraps between them."""
+    """One configuration of a comparison; its key's parts separated by spaces, so it wraps between them, then
+    the execution of A and B (a column of its own would not fit 80 columns piped)."""
     p = "-" if t.p_value is None else f"{t.p_value:.3g}"
-    return (t.config.replace("|", " "), f"{t.baseline_n}/{t.candidate_n}", f"{t.baseline_median_s:.4g}",
-            f"{t.candidate_median_s:.4g}", f"{t.ratio:.3f}", _ci(t.ci_low, t.ci_high), _TESTS.get(t.method, t.method),
-            p, t.change + (" REGRESSION" if t.regression else ""))  # fmt: skip
+    return (f"{t.config.replace('|', ' ')} {_exec(t.execution)}".rstrip(), f"{t.baseline_n}/{t.candidate_n}",
+            f"{t.baseline_median_s:.4g}", f"{t.candidate_median_s:.4g}", f"{t.ratio:.3f}", _ci(t.ci_low, t.ci_high),
+            _TESTS.get(t.method, t.method), p, t.change + (" REGRESSION" if t.regression else ""))  # fmt: skip
 
 
 def _render_comparison(report: Any) -> None:
     if report.timings:
         print_table(
             f"result {report.candidate} vs baseline {report.baseline} (matched on {report.matched_on})",
-            ["configuration", "n A/B", "A s", "B s", "B/A", "95% CI", "test", "p", "change"],
+            ["configuration (exec A/B)", "n A/B", "A s", "B s", "B/A", "95% CI", "test", "p", "change"],
             [_timing_row(t) for t in report.timings],
             narrow=True,
         )
@@ -219,6 +230,8 @@ def _render_comparison(report: Any) -> None:
         if used:
             tests = "; ".join(f"{_TESTS[m]} = {m}" for m in used)
             stdout.print(f"  A s, B s: median run time of baseline A and candidate B; test: {tests}", highlight=False)
+        if any("emulated" in t.execution for t in report.timings):
+            stdout.print(f"  exec emul.: that side's times are {HOST_TIME}", highlight=False)
         for note in sorted({t.note for t in report.timings if t.note}):
             stdout.print(f"  note: {note}", highlight=False)
     if report.accuracy:

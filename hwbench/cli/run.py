@@ -16,7 +16,7 @@ from hwbench.cli.common import (
 )
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
-from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, footnotes
+from hwbench.cli.system_view import EVENT_COLUMNS, event_cells, execution_cell, footnotes
 from hwbench.core.bench import STUDY_SEED
 from hwbench.core.plugins import get_registry
 from hwbench.core.results import Timing
@@ -119,10 +119,11 @@ def print_run(title: str, timing: Timing) -> None:
     """The timing row (with synaptic events and energy), then every metric that applied."""
     print_table(
         title,
-        ["engine", "dtype", "cells", "gap junctions", "setup s", "run s", "us/step", "RTF", *EVENT_COLUMNS],
+        ["engine", "exec", "dtype", "cells", "gap junctions", "setup s", "run s", "us/step", "RTF", *EVENT_COLUMNS],
         [
             (
                 timing.engine,
+                execution_cell(timing),
                 timing.dtype,
                 timing.ncells,
                 timing.ngj,
@@ -139,10 +140,15 @@ def print_run(title: str, timing: Timing) -> None:
 
 def print_metrics(timing: Timing) -> None:
     """Every run metric that applied, one row per value, then the energy / event footnotes."""
-    rows = [(name, key, f"{value:.6g}") for name, values in timing.metrics.items() for key, value in values.items()]
-    rows += [(name, "error", error) for name, error in timing.metric_errors.items()]
+    infos = {name: m.info for name, m in get_registry().metrics.items()}
+    rows = [
+        (name, key, f"{value:.6g}", infos[name].unit_of(key) if name in infos else "")
+        for name, values in timing.metrics.items()
+        for key, value in values.items()
+    ]
+    rows += [(name, "error", error, "") for name, error in timing.metric_errors.items()]
     if rows:
-        print_table("Metrics (hwbench metrics describes each)", ["metric", "value", ""], rows)
+        print_table("Metrics (hwbench metrics describes each)", ["metric", "value", "", "unit"], rows)
     for line in footnotes([timing]):
         stdout.print(line, highlight=False, markup=False)
 

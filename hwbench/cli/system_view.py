@@ -1,6 +1,8 @@
-"""Table cells and footnotes for synaptic events and energy, shared by ``run`` and ``bench``.
+"""Table cells and footnotes for execution, synaptic events and energy, shared by ``run`` and ``bench``.
 
-Every energy figure is shown with what it is: measured, "modelled" (with its formula) or the
+Every time is shown with whose it is: the chip's (``real``) or this host's emulation of the chip
+(``emul.``), with the real chip's published figure for the same configuration where a study gave
+one. Every energy figure is shown with what it is: measured, "modelled" (with its formula) or the
 published figure of an emulated chip (with its source); where nothing could be metered the cell
 says "not measured" and a footnote says why.
 """
@@ -9,9 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hwbench.core.results import Timing
+from hwbench.core.results import HOST_TIME, Timing
 
 EVENT_COLUMNS = ["syn. events/s", "energy", "J/event"]
+
+
+def execution_cell(t: Timing) -> str:
+    """``real`` or ``emul.``: whether the times of this row are the chip's or this host's."""
+    return "emul." if t.execution == "emulated" else t.execution
+
+
+def speed_footnotes(timings: Iterable[Timing]) -> list[str]:
+    """What the times of emulated rows are, and the real chip's published figures for these configurations."""
+    timings = list(timings)
+    lines = [f"exec emul.: the times are {HOST_TIME}"] if any(t.execution == "emulated" for t in timings) else []
+    for t in timings:
+        where = f"{t.ncells:,} cells {'connected' if t.connected else 'unconnected'}"
+        lines += [
+            f"published for the real {t.device}, {where}: {p.figure:g} {p.unit} - {p.workload} [{p.source}]"
+            for p in t.published
+        ]
+    return list(dict.fromkeys(lines))
 
 
 def events_cell(t: Timing) -> str:
@@ -44,8 +64,9 @@ def event_cells(t: Timing) -> tuple[str, str, str]:
 
 
 def footnotes(timings: Iterable[Timing]) -> list[str]:
-    """One line per distinct convention, energy method, formula and published figure."""
-    lines: list[str] = []
+    """One line per distinct convention, energy method, formula and published figure (speed, then energy)."""
+    timings = list(timings)
+    lines: list[str] = speed_footnotes(timings)
     for t in timings:
         if t.activity is not None and t.activity.synaptic_event_convention:
             lines.append(f"synaptic event ({t.kernel}): {t.activity.synaptic_event_convention}")

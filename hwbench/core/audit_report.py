@@ -50,6 +50,11 @@ class RunSummary(BaseModel, defer_build=True):
     engine: str
     profile: str | None = None
     profile_confidence: dict[str, int] = Field(default_factory=dict, description="op classes per confidence level")
+    native: list[str] = Field(
+        default_factory=list,
+        description="emulated runs: what ran natively by design, not with the device's arithmetic, and why "
+        "(constants folded by the device's compiler, op classes the profile does not describe, ...)",
+    )
     from_cache: bool = Field(
         False,
         description="read from the baseline cache (an earlier audit's identical run), not run; its timings and "

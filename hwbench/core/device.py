@@ -13,6 +13,7 @@ from hwbench.core.energy import PublishedEnergy
 from hwbench.core.engine import Executor
 from hwbench.core.errors import UsageError
 from hwbench.core.kernel import Kernel, Workload
+from hwbench.core.published import PublishedTiming
 
 if TYPE_CHECKING:  # the profile model lives in accuracy/, which depends on core, not the reverse
     from hwbench.accuracy.numerics.profile import NumericsProfile
@@ -42,6 +43,10 @@ class DeviceSpec(BaseModel):
     published_energy: list[PublishedEnergy] = Field(
         default_factory=list,
         description="energy / power figures a study measured on the real chip (shown when it is emulated)",
+    )
+    published_timing: list[PublishedTiming] = Field(
+        default_factory=list,
+        description="speed figures a study measured on the real chip, per configuration (shown beside this host's)",
     )
 
 

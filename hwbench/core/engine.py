@@ -48,6 +48,27 @@ class SteppedOps(Protocol):
 
 
 @runtime_checkable
+class InputOps(Protocol):
+    """Optional protocol of (emulating) ops that must see a kernel's inputs as run-time values.
+
+    A kernel's inputs (a stimulus current, a spike raster) change between calls, so a compiler
+    cannot fold arithmetic on them: it runs on the chip. Parameters and Python numbers are
+    constants of the program (the device's compiler folds arithmetic among them). Engines pass
+    every call's inputs through :func:`load_inputs` before the kernel step sees them; emulating
+    ops wrap them so that an operator touching an input rounds like the device, even where
+    neither operand is the state (``params["g"] * inputs["I"]``).
+    """
+
+    def load_inputs(self, inputs: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def load_inputs(ops: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` as the kernel step of ``ops`` must see them (:class:`InputOps`); unchanged for
+    ops that do not ask for them (native ops, or stepped ops written before the protocol)."""
+    return ops.load_inputs(inputs) if isinstance(ops, InputOps) else inputs
+
+
+@runtime_checkable
 class FiniteStateOps(Protocol):
     """Optional protocol of stepped ops whose step compiles to less when the state entering it is finite.
 

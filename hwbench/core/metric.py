@@ -43,6 +43,13 @@ class MetricInfo(BaseModel):
     definition: str = Field("", description="exactly what is counted or computed")
     source: str = Field("", description="where the definition comes from")
     requires: list[str] = Field(default_factory=list, description="what a kernel must report (Kernel.reports)")
+    units: dict[str, str] = Field(
+        default_factory=dict, description="the unit of each value compute() returns, where it is not `unit`"
+    )
+
+    def unit_of(self, key: str) -> str:
+        """The unit of the value ``key`` (``units``, else ``unit`` unless that says "various")."""
+        return self.units.get(key, "" if self.unit == "various" else self.unit)
 
 
 class Metric(ABC):

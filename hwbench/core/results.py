@@ -21,6 +21,7 @@ from hwbench.core.activity import Activity, Structure
 from hwbench.core.energy import EnergyReading
 from hwbench.core.files import OutputFiles
 from hwbench.core.host import host_cpu
+from hwbench.core.published import PublishedTiming
 
 
 # defer_build=True: pydantic builds such a model's validator when it is first used, not at import;
@@ -79,13 +80,19 @@ class DLTiming(BaseModel, defer_build=True):
     fraction_of_peak: float | None = None
 
 
+HOST_TIME = "this host's time to emulate the chip, not the chip's own time"
+"""What an emulated timing measures, in the words every speed table and plot prints beside it."""
+
+
 class Timing(BaseModel, defer_build=True):
     """One timed configuration of the performance protocol (or of a single run)."""
 
     kernel: str
     device: str
     mode: str
-    execution: Literal["real", "emulated"]
+    execution: Literal["real", "emulated"] = Field(
+        description=f"'real': the chip ran; 'emulated': the times are {HOST_TIME}"
+    )
     engine: str
     dtype: str
     ncells: int
@@ -107,6 +114,9 @@ class Timing(BaseModel, defer_build=True):
     )
     metric_errors: dict[str, str] = Field(default_factory=dict, description="metrics that raised, with the error")
     dl: DLTiming | None = Field(None, description="DL primitives only: configuration, precision, FLOPS, peak")
+    published: list[PublishedTiming] = Field(
+        default_factory=list, description="the real chip's speed as a study published it for this configuration"
+    )
 
 
 class RunResult(BaseModel, defer_build=True):

@@ -23,6 +23,7 @@ from hwbench.core.interrupts import deferred_interrupt
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.metric import RUN_KINDS, evaluate
 from hwbench.core.plugins import Registry
+from hwbench.core.published import published_for
 from hwbench.core.results import Timing
 
 
@@ -189,6 +190,7 @@ def timing_record(prep: Prepared, executor: Executor, setup_s: float, samples: l
     simulated_ms = steps * kernel.info.step_ms(workload.params)
     best = min(samples)
     src = workload.arrays.get("src")
+    connected = bool(workload.meta.get("connected", True))
     return Timing(
         kernel=kernel.name,
         device=prep.device.name,
@@ -198,7 +200,7 @@ def timing_record(prep: Prepared, executor: Executor, setup_s: float, samples: l
         dtype=str(executor.dtype),
         ncells=workload.size,
         ngj=0 if src is None else int(np.asarray(src).size),
-        connected=bool(workload.meta.get("connected", True)),
+        connected=connected,
         setup_s=setup_s,
         run_s=best,
         run_s_all=samples,
@@ -207,6 +209,9 @@ def timing_record(prep: Prepared, executor: Executor, setup_s: float, samples: l
         us_per_step=best / steps * 1e6,
         rtf=best / (simulated_ms / 1000.0),
         cell_steps_per_s=workload.size * steps / best,
+        published=published_for(
+            prep.device.spec.published_timing, kernel.name, connected=connected, ncells=workload.size
+        ),
     )
 
 

@@ -7,7 +7,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from hwbench.core.files import OutputFiles, write_atomic
-from hwbench.core.results import BenchResult, Timing
+from hwbench.core.results import HOST_TIME, BenchResult, Timing
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,16 +45,16 @@ def bench_plot(result: BenchResult, path: str | Path, files: OutputFiles | None 
     """Run time of 100 ms simulated versus cells, with the real-time line and brain-size marks."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    groups: dict[tuple[str, str, bool], list[Timing]] = {}
+    groups: dict[tuple[str, str, bool, str], list[Timing]] = {}
     for t in result.timings:
-        groups.setdefault((t.engine, t.dtype, t.connected), []).append(t)
-    for (engine, dtype, connected), ts in sorted(groups.items()):
+        groups.setdefault((t.engine, t.dtype, t.connected, t.execution), []).append(t)
+    for (engine, dtype, connected, execution), ts in sorted(groups.items()):
         ts = sorted(ts, key=lambda t: t.ncells)
         ax.loglog(
             [t.ncells for t in ts],
             [t.run_s for t in ts],
             "o-" if connected else "s--",
-            label=f"{engine} {dtype} {'connected' if connected else 'unconnected'}",
+            label=f"{engine} {dtype} {'connected' if connected else 'unconnected'} ({execution})",
         )
     sim_s = result.protocol.get("simulated_ms", 100.0) / 1000.0
     ax.axhline(sim_s, color="k", lw=1, ls=":", label="real time")
@@ -65,7 +65,10 @@ def bench_plot(result: BenchResult, path: str | Path, files: OutputFiles | None 
     ax.set_xlim(left=min([t.ncells for t in result.timings] + [10]) / 2, right=2e7)
     ax.set_xlabel("cells")
     ax.set_ylabel(f"wall time for {sim_s * 1000:g} ms simulated (s, min of {result.protocol.get('repeats')})")
-    ax.set_title(f"{result.protocol.get('kernel')} on {result.protocol.get('device')}")
+    title = f"{result.protocol.get('kernel')} on {result.protocol.get('device')}"
+    if any(t.execution == "emulated" for t in result.timings):
+        title += f"\nemulated: {HOST_TIME}"
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     return save_atomic(fig, Path(path), files)

@@ -85,6 +85,7 @@ class Throughput(Metric):
         definition="over the timed state propagation (min of the repeats, transfers included, setup excluded): "
         "T_wall / steps; RTF = T_wall / T_model; cells x steps / T_wall; kernel's dense FLOP count x steps / T_wall",
         source="HPC-benchmarking guide (Protocol 1); Landsmeer et al. 2024 (performance protocol)",
+        units={"us_per_step": "us", "rtf": "wall / simulated", "cell_steps_per_s": "cell-steps/s", "gflops": "GFLOP/s"},
     )
 
     def compute(self, **data: Any) -> dict[str, float]:

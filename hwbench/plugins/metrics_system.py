@@ -29,6 +29,7 @@ class SynapticEvents(Metric):
         "undirected pair is two events per step; LIF: one spike reaching one target through one nonzero weight)",
         source=GUIDE,
         requires=["synaptic-events"],
+        units={"events": "events", "events_per_step": "events / step", "events_per_s": "events / s"},
     )
 
     def compute(self, **data: Any) -> dict[str, float]:
@@ -50,6 +51,16 @@ class Energy(Metric):
         "'modelled' = 1 marks an estimate E = TDP x T_wall (only with --energy-model); emulated devices get no "
         "number here, only the published figure with its source",
         source=f"{GUIDE}; {IPU_STUDY}",
+        units={
+            "joules": "J",
+            "watts": "W",
+            "edp_js": "J s",
+            "modelled": "1: modelled",
+            "j_per_synaptic_event": "J / event",
+            "j_per_sample": "J / sample",
+            "samples_per_s_per_w": "samples / s / W",
+            "j_per_flop": "J / FLOP",
+        },
     )
 
     def compute(self, **data: Any) -> dict[str, float]:

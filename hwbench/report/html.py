@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hwbench import __version__
+from hwbench.core.results import HOST_TIME
 from hwbench.report import charts
 
 _CSS = """
@@ -25,6 +26,7 @@ text-align:left;vertical-align:top}th{background:#f3f3f3}.verdict{font-size:1.3e
 border-radius:.3em;margin:1em 0}.PASS{background:#d9f2d9;color:#14521b}.WARN{background:#fff1c2;color:#6b4e00}
 .FAIL{background:#f8d0d0;color:#7a1010}.NONE{background:#e8eef7;color:#203a60}img{max-width:100%}
 .muted{color:#666;font-size:.85em}pre{background:#f7f7f7;padding:.5em;overflow:auto;font-size:.8em}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
 """
 
 
@@ -79,6 +81,28 @@ def _timing_rows(timings: list[dict[str, Any]]) -> str:
     return table(headers, rows)
 
 
+def host_time_note(rows: Iterable[dict[str, Any]], what: str = "times") -> str:
+    """The sentence that says whose an emulated time is, where any of ``rows`` is emulated; else ''."""
+    if not any(r.get("execution") == "emulated" for r in rows):
+        return ""
+    return f"<p class='muted'>Execution 'emulated': the {esc(what)} are {esc(HOST_TIME)}.</p>"
+
+
+def published_speed(timings: list[dict[str, Any]]) -> str:
+    """The real chip's speed as a study published it for these configurations, with the source."""
+    rows = [
+        (t.get("device"), f"{t.get('ncells')} cells {'connected' if t.get('connected') else 'unconnected'}",
+         f"{p.get('figure'):g} {p.get('unit')}", p.get("workload"), p.get("source"))
+        for t in timings for p in t.get("published") or [] if isinstance(p.get("figure"), (int, float))
+    ]  # fmt: skip
+    if not rows:
+        return ""
+    unique = list(dict.fromkeys(rows))
+    return "<h3>Published for the real chip</h3>" + table(
+        ["device", "configuration", "figure", "what was measured", "source"], unique
+    )
+
+
 def timing_sections(doc: dict[str, Any]) -> list[str]:
     """bench (and run) pages: the timing table and run time versus size, one line per configuration."""
     timings = [doc["timing"]] if isinstance(doc.get("timing"), dict) else list(doc.get("timings") or [])
@@ -87,7 +111,8 @@ def timing_sections(doc: dict[str, Any]) -> list[str]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for t in timings:
         label = f"{t.get('device')} {t.get('mode')} {t.get('engine')} {t.get('dtype')}"
-        groups.setdefault(label + (" connected" if t.get("connected") else " unconnected"), []).append(t)
+        label += (" connected" if t.get("connected") else " unconnected") + f" ({t.get('execution')})"
+        groups.setdefault(label, []).append(t)
     series = [
         charts.Series(label, [t["ncells"] for t in ts], [t["run_s"] for t in ts])
         for label, ts in sorted(groups.items())
@@ -97,7 +122,8 @@ def timing_sections(doc: dict[str, Any]) -> list[str]:
     plot = charts.line_chart(
         series, title="run time versus size", xlabel="cells", ylabel=f"wall s per {sim} ms simulated", logx=True
     )
-    out = [section("Timings", _timing_rows(timings)), section("Run time versus size", image(plot, "run time plot"))]
+    body = _timing_rows(timings) + host_time_note(timings) + published_speed(timings)
+    out = [section("Timings", body), section("Run time versus size", image(plot, "run time plot"))]
     skipped = doc.get("skipped") or []
     if skipped:
         rows = [(s.get("ncells"), s.get("reason")) for s in skipped]
@@ -148,13 +174,23 @@ def divergence_traces(run: dict[str, Any], unit: str) -> str:
     excerpt = violation.get("traces")
     if not isinstance(excerpt, dict) or not excerpt.get("t_ms"):
         return ""
-    times = excerpt["t_ms"]
-    series = [charts.Series(label, times, [_num(y) for y in ys]) for label, ys in excerpt.get("series", {}).items()]
+    t_violation, series = violation.get("t_ms"), excerpt_series(excerpt)
     title = f"{run.get('label')}: first divergence, cell {excerpt.get('cell')}"
-    uri = charts.line_chart(series, title=title, xlabel="biological time (ms)", ylabel=f"{excerpt.get('probe')} {unit}",
-                            logy=False, vline=violation.get("t_ms"))  # fmt: skip
+    ylabel = f"{excerpt.get('probe')} {unit}".strip()
+    if isinstance(t_violation, (int, float)) and series and series[0].label == "reference":
+        uri = charts.divergence_chart(series, t_violation=float(t_violation), title=title, ylabel=ylabel)
+    else:
+        uri = charts.line_chart(series, title=title, xlabel="biological time (ms)", ylabel=ylabel, logy=False,
+                                vline=t_violation)  # fmt: skip
     note = f"<p>{esc(violation.get('explanation') or '')}</p>"
     return f"<h3>First divergence: {esc(run.get('label'))}</h3>{note}" + image(uri, "first divergence traces")
+
+
+def excerpt_series(excerpt: dict[str, Any]) -> list[charts.Series]:
+    """The runs of a violation's trace excerpt as chart series, the reference first (the others' baseline)."""
+    found = dict(excerpt.get("series", {}))
+    ordered = {k: found.pop(k) for k in ("reference",) if k in found} | found
+    return [charts.Series(label, excerpt["t_ms"], [_num(y) for y in ys]) for label, ys in ordered.items()]
 
 
 def _num(value: Any) -> float:
@@ -183,6 +219,7 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
         body = f"<p>{esc(p.get('description'))} <span class='muted'>{esc(p.get('reduced') or '')}</span></p>"
         body += f"<p>regime: {esc(p.get('regime'))}; protocol verdict: <b>{esc(p.get('verdict'))}</b></p>"
         body += verdicts + table(headers, [_run_row(r) for r in runs])
+        body += host_time_note(runs, "run times (s)") + native_parts(runs)
         devs, diverged = deviation_bars(runs)
         if devs or diverged:
             ylabel = f"max |dV| versus the CPU fp32 reference ({unit or 'probe units'}, log)"
@@ -195,23 +232,57 @@ def audit_sections(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def native_parts(runs: list[dict[str, Any]]) -> str:
+    """What the emulated runs computed natively by design (``RunSummary.native``), once per device mode."""
+    seen: dict[str, list[str]] = {}
+    for r in runs:
+        if r.get("native"):
+            seen.setdefault(f"{r.get('device')} [{r.get('mode')}]", list(r["native"]))
+    return "".join(
+        f"<p>Not emulated in {esc(name)}, by design:</p><ul>" + "".join(f"<li>{esc(p)}</li>" for p in parts) + "</ul>"
+        for name, parts in seen.items()
+    )
+
+
 def metric_table(runs: list[dict[str, Any]]) -> str:
-    """The kernel's metrics of every run (synaptic events/s, NeuroBench's, energy where metered):
-    the registered run metrics (``performance``, ``static``, ``workload``, ``energy``) a run carries."""
+    """The kernel's metrics of every run (synaptic events/s, NeuroBench's, energy where metered): one row per
+    run, one column per value of the registered run metrics (``performance``, ``static``, ``workload``,
+    ``energy``) the runs carry, headed by the metric, the value and its unit."""
     from hwbench.core.metric import RUN_KINDS
     from hwbench.core.plugins import get_registry
 
-    kinds = {name: m.info.kind for name, m in get_registry().metrics.items()}
-    rows = []
+    infos = {name: m.info for name, m in get_registry().metrics.items() if m.info.kind in RUN_KINDS}
+    columns: dict[tuple[str, str], str] = {}  # (metric, value) -> unit, in the order the runs name them
     for r in runs:
         for name, values in (r.get("metrics") or {}).items():
-            if kinds.get(name) not in RUN_KINDS or not isinstance(values, dict):
-                continue
-            shown = ", ".join(f"{k} = {v:.4g}" for k, v in values.items() if isinstance(v, (int, float)))
-            rows.append((r.get("label"), name, shown))
-    if not rows:
+            if name in infos and isinstance(values, dict):
+                for key, v in values.items():
+                    if isinstance(v, (int, float)):
+                        columns.setdefault((name, key), infos[name].unit_of(key))
+    if not columns:
         return ""
-    return "<h3>Kernel metrics per run</h3>" + table(["run", "metric", "values"], rows)
+    rows = "".join(
+        f"<tr><td>{esc(r.get('label'))}</td><td>{esc(r.get('execution'))}</td>"
+        + "".join(f"<td class='num'>{_number_cell((r.get('metrics') or {}).get(n), k)}</td>" for n, k in columns)
+        + "</tr>"
+        for r in runs
+    )
+    table_html = f"<table class='metrics'>{_metric_head(columns)}<tbody>{rows}</tbody></table>"
+    return "<h3>Kernel metrics per run</h3>" + table_html + host_time_note(runs, "performance figures")
+
+
+def _metric_head(columns: dict[tuple[str, str], str]) -> str:
+    """Two header rows: each metric over its values, then each value with its unit."""
+    spans = {name: sum(1 for n, _ in columns if n == name) for name, _ in columns}
+    top = "<th rowspan='2'>run</th><th rowspan='2'>execution</th>"
+    top += "".join(f"<th colspan='{n}'>{esc(name)}</th>" for name, n in spans.items())
+    sub = "".join(f"<th>{esc(key)}{f' ({esc(unit)})' if unit else ''}</th>" for (_, key), unit in columns.items())
+    return f"<thead><tr>{top}</tr><tr>{sub}</tr></thead>"
+
+
+def _number_cell(values: Any, key: str) -> str:
+    value = values.get(key) if isinstance(values, dict) else None
+    return esc(value) if isinstance(value, (int, float)) else ""
 
 
 def profile_sections(source: ReportSource) -> list[str]:
@@ -312,7 +383,7 @@ def render_history(records: list[Any], points: list[Any], filters: str) -> str:
     """One page for a history: each timed configuration's minimum run time over time, and the results."""
     groups: dict[str, list[Any]] = {}
     for point in points:
-        groups.setdefault(point.config, []).append(point)
+        groups.setdefault(f"{point.config} ({point.execution or 'execution not recorded'})", []).append(point)
     when = _dt.datetime.fromisoformat
     series = [
         charts.Series(label.replace("|", " "), [when(q.created) for q in ps], [q.run_s for q in ps])
@@ -324,15 +395,16 @@ def render_history(records: list[Any], points: list[Any], filters: str) -> str:
     parts = [verdict_banner(latest.verdict if latest else None, reasons)]
     if series:
         uri = charts.line_chart(
-            series[:12], title="minimum run time over time (kernel device mode engine dtype cells connected)",
-            xlabel="created (UTC)", ylabel="run s (min of repeats)"
+            series[:12], xlabel="created (UTC)", ylabel="run s (min of repeats)",
+            title="minimum run time over time\n(kernel device mode engine dtype cells connected, execution)"
         )  # fmt: skip
         parts.append(section("History", image(uri, "history plot")))
-    rows = [(r.id, r.created, r.kind, r.kernel, r.device, r.mode, r.engine, r.dtype, r.size, r.run_s, r.verdict,
-             ",".join(r.tags)) for r in records]  # fmt: skip
-    headers = ["id", "created (UTC)", "kind", "kernel", "device", "mode", "engine", "dtype", "size", "run s"]
-    headers += ["verdict", "tags"]
-    parts.append(section("Results", table(headers, rows)))
+    rows = [(r.id, r.created, r.kind, r.kernel, r.device, r.mode, r.execution, r.engine, r.dtype, r.size, r.run_s,
+             r.verdict, ",".join(r.tags)) for r in records]  # fmt: skip
+    headers = ["id", "created (UTC)", "kind", "kernel", "device", "mode", "execution", "engine", "dtype", "size"]
+    headers += ["run s", "verdict", "tags"]
+    note = host_time_note({"execution": "emulated"} for r in records if "emulated" in (r.execution or ""))
+    parts.append(section("Results", table(headers, rows) + note))
     return page("hwbench history", f"{len(records)} stored result(s); filters: {filters or 'none'}", parts)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hwbench.core.errors import UsageError
-from hwbench.store.extract import timing_rows
+from hwbench.store.extract import timing_rows, timings_of
 from hwbench.store.models import StoredResult
 from hwbench.store.stats import SampleComparison, compare_samples
 
@@ -57,7 +57,10 @@ class ComparisonReport(BaseModel):
 
 
 def _timing_map(result: StoredResult, full: bool) -> dict[str, dict[str, Any]]:
-    rows = timing_rows(result.kind, result.document or {})
+    document = result.document or {}
+    rows = timing_rows(result.kind, document)
+    for row, timing in zip(rows, timings_of(result.kind, document), strict=True):
+        row["execution"] = timing.get("execution") or "?"
     if full:
         return {r["config"]: r for r in rows}
     keyed: dict[str, dict[str, Any]] = {}
@@ -81,7 +84,8 @@ def _timing_comparisons(a: StoredResult, b: StoredResult, alpha: float, pct: flo
     out = []
     for key in sorted(set(ma) & set(mb)):
         if ma[key]["samples"] and mb[key]["samples"]:
-            out.append(compare_samples(key, ma[key]["samples"], mb[key]["samples"], alpha=alpha, fail_above_pct=pct))
+            found = compare_samples(key, ma[key]["samples"], mb[key]["samples"], alpha=alpha, fail_above_pct=pct)
+            out.append(found.model_copy(update={"execution": f"{ma[key]['execution']}/{mb[key]['execution']}"}))
     return _Matched(matched_on, out)
 
 

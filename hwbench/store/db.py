@@ -138,6 +138,7 @@ class TimingPoint:
     created: str
     config: str
     run_s: float
+    execution: str | None = None  # the result's: real / emulated (a host's time)
 
 
 @dataclass
@@ -229,7 +230,7 @@ class Store:
         """Newest first, without documents (cheap even over many thousands of results)."""
         c = results.c
         columns = [c.id, c.uid, c.kind, c.created, c.kernel, c.device, c.mode, c.engine, c.dtype, c.size]
-        columns += [c.verdict, c.run_s, c.tags]
+        columns += [c.verdict, c.run_s, c.execution, c.tags]
         with self.engine.connect() as conn:
             rows = conn.execute(self._select(filters, columns)).all()
         return [StoredResult.from_row(r._mapping) for r in rows]
@@ -238,13 +239,14 @@ class Store:
         """Every timed configuration of the matching results, oldest first: the history plot's points."""
         matching = self._select(filters, [results.c.id]).subquery()
         query = (
-            select(results.c.id, results.c.created, timings.c.config, timings.c.run_s)
+            select(results.c.id, results.c.created, timings.c.config, timings.c.run_s, results.c.execution)
             .join(timings, timings.c.result_id == results.c.id)
             .where(results.c.id.in_(select(matching.c.id)))
             .order_by(results.c.created, results.c.id, timings.c.ordinal)
         )
         with self.engine.connect() as conn:
-            return [TimingPoint(r.id, r.created, r.config, r.run_s) for r in conn.execute(query) if r.run_s is not None]
+            rows = conn.execute(query)
+            return [TimingPoint(r.id, r.created, r.config, r.run_s, r.execution) for r in rows if r.run_s is not None]
 
     def get(self, ref: int | str) -> StoredResult:
         """One result with its document and environment, by id (or uid)."""

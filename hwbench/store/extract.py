@@ -30,7 +30,8 @@ def _joined(values: list[Any]) -> str | None:
     return ",".join(seen) if seen else None
 
 
-def _timings(kind: str, document: dict[str, Any]) -> list[dict[str, Any]]:
+def timings_of(kind: str, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The document's timed configurations (a run's one, a bench's list), as JSON objects."""
     if kind == "run" and isinstance(document.get("timing"), dict):
         return [document["timing"]]
     if isinstance(document.get("timings"), list):
@@ -43,9 +44,20 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def execution_of(kind: str, document: dict[str, Any]) -> str | None:
+    """``real``, ``emulated`` (or both, comma-joined): the timings' execution, or an audit's candidates'."""
+    values = [t.get("execution") for t in timings_of(kind, document)]
+    protocols = document.get("protocols")
+    for p in protocols if isinstance(protocols, list) else []:
+        runs = p.get("runs") if isinstance(p, dict) else None
+        values += [r.get("execution") for r in runs or [] if isinstance(r, dict) and r.get("role") == "candidate"]
+    return _joined([v for v in values if v in ("real", "emulated")])
+
+
 def indexed_columns(kind: str, document: dict[str, Any]) -> dict[str, Any]:
-    """The filterable columns: kernel, device, mode, engine, dtype, size, verdict, run_s (min over timings)."""
-    timings = _timings(kind, document)
+    """The filterable columns: kernel, device, mode, engine, dtype, size, verdict, run_s (min over timings),
+    execution."""
+    timings = timings_of(kind, document)
     protocol = _mapping(document.get("protocol"))
     settings = _mapping(document.get("settings"))
     candidates = [c for c in settings.get("candidates", []) if isinstance(c, dict)]
@@ -63,6 +75,7 @@ def indexed_columns(kind: str, document: dict[str, Any]) -> dict[str, Any]:
         "size": max(sizes) if sizes else None,
         "verdict": verdict if isinstance(verdict, str) else None,
         "run_s": min(runs) if runs else None,
+        "execution": execution_of(kind, document),
     }
 
 
@@ -75,7 +88,7 @@ def config_key(timing: dict[str, Any]) -> str:
 def timing_rows(kind: str, document: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per timed configuration, with its repeat samples (the statistics' input)."""
     rows = []
-    for i, t in enumerate(_timings(kind, document)):
+    for i, t in enumerate(timings_of(kind, document)):
         samples = [float(s) for s in t.get("run_s_all") or [] if isinstance(s, (int, float))]
         rows.append(
             {

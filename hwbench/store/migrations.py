@@ -28,11 +28,12 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    text,
     update,
 )
 
 from hwbench.core.errors import UsageError
-from hwbench.store.extract import timing_rows
+from hwbench.store.extract import execution_of, timing_rows
 
 _ADVISORY_LOCK_KEY = 0x68776265  # "hwbe": serialises migrations on a shared PostgreSQL server
 
@@ -115,13 +116,30 @@ def migrate_to_2(conn: Connection) -> None:
             conn.execute(insert(timings), [{"result_id": row.id, **r} for r in rows])
 
 
+def migrate_to_3(conn: Connection) -> None:
+    """v3: ``results.execution`` (real / emulated: whether a result's times are a chip's or this host's
+    emulation of it), backfilled from the documents."""
+    conn.execute(text("ALTER TABLE results ADD COLUMN execution VARCHAR(32)"))
+    md = MetaData()
+    results = _v1_tables(md).results
+    added = Table("results", MetaData(), Column("id", Integer, primary_key=True), Column("execution", String(32)))
+    for row in conn.execute(select(results.c.id, results.c.kind, results.c.document)):
+        value = execution_of(row.kind, row.document)
+        if value is not None:
+            conn.execute(update(added).where(added.c.id == row.id).values(execution=value))
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
     apply: Callable[[Connection], None]
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, migrate_to_1), Migration(2, migrate_to_2))
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, migrate_to_1),
+    Migration(2, migrate_to_2),
+    Migration(3, migrate_to_3),
+)
 
 
 def current_version(conn: Connection) -> int:

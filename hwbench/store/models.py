@@ -25,6 +25,7 @@ class StoredResult(BaseModel):
     size: int | None = None
     verdict: str | None = None
     run_s: float | None = None
+    execution: str | None = Field(None, description="real / emulated: whether the times are a chip's or this host's")
     tags: list[str] = Field(default_factory=list)
     environment: Environment | None = None
     document: dict[str, Any] | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Integer, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -36,6 +36,7 @@ results = Table(
     Column("size", Integer),
     Column("verdict", String(16)),
     Column("tags", Text, nullable=False, default=""),  # v1's tag list; from v2 on, result_tags is authoritative
+    Column("execution", String(32)),  # v3: real / emulated (whose times these are)
     Column("run_s", Float),
     Column("environment", JSON, nullable=False),
     Column("document", JSON, nullable=False),

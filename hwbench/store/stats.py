@@ -42,6 +42,7 @@ class SampleComparison(BaseModel):
     note: str = ""
     change: Change
     regression: bool = Field(False, description="slower, significant, and above the gate's threshold")
+    execution: str = Field("", description="'A/B': each side's execution, real or emulated (a host's time)")
 
 
 @dataclass(frozen=True)

@@ -239,8 +239,10 @@ def test_the_html_report_shows_each_runs_kernel_metrics(tmp_path: Path) -> None:
     path = write_json(report, tmp_path / "report.json")
     assert main(["report", str(path), "--out", str(tmp_path / "audit.html")]) == 0
     text = (tmp_path / "audit.html").read_text()
-    assert "Kernel metrics per run" in text and "synaptic-events" in text and "events_per_s" in text
-    assert text.count(">synaptic-events<") == len(report.protocols[0].runs)  # one row per run
+    assert "Kernel metrics per run" in text and ">synaptic-events</th>" in text and "events_per_s (events / s)" in text
+    metrics = text[text.index("<h3>Kernel metrics per run</h3>") :]
+    metrics = metrics[: metrics.index("</table>")]
+    assert metrics.count("<tr><td>") == len(report.protocols[0].runs)  # one row per run
 
 
 @given(

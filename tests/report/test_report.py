@@ -107,3 +107,20 @@ def test_pages_render_in_headless_chromium(pages) -> None:
                 page.close()
         finally:
             browser.close()
+
+
+def test_bench_page_says_whose_times_and_quotes_the_chip() -> None:
+    """An emulated bench's page: the execution column, the sentence saying the times are this host's,
+    and the real chip's published figure for the same configuration, with its source."""
+    from hwbench.core.published import PublishedTiming
+    from hwbench.report.html import ReportSource, render_result
+
+    doc = bench_doc([0.5, 0.51], device="groq", mode="default", execution="emulated", ncells=64)
+    figure = PublishedTiming(kernel="io-ehh", connected=True, ncells=64, workload="'3.7x speedup'", figure=3.7,
+                             unit="times the A100's speed", source="Landsmeer et al. 2024, Sec. VI-B2")  # fmt: skip
+    doc["timings"][0]["published"] = [figure.model_dump(mode="json")]
+    page = render_result(ReportSource(doc, "bench", "file bench.json"))
+    assert "<th>execution</th>" in page and "<td>emulated</td>" in page
+    assert "the times are this host&#x27;s time to emulate the chip, not the chip&#x27;s own time" in page
+    assert "<h3>Published for the real chip</h3>" in page and "3.7 times the A100&#x27;s speed" in page
+    assert "Landsmeer et al. 2024, Sec. VI-B2" in page

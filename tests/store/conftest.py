@@ -15,12 +15,14 @@ from hwbench.store.environment import capture
 from hwbench.store.location import resolve_location
 
 
-def timing(samples: list[float], *, ncells: int = 729, device: str = "cpu", mode: str = "fp32") -> dict[str, Any]:
+def timing(
+    samples: list[float], *, ncells: int = 729, device: str = "cpu", mode: str = "fp32", execution: str = "real"
+) -> dict[str, Any]:
     return {
         "kernel": "io-ehh",
         "device": device,
         "mode": mode,
-        "execution": "real",
+        "execution": execution,
         "engine": "jax",
         "dtype": "float32",
         "ncells": ncells,

@@ -124,3 +124,23 @@ def test_audit_compare_gives_accuracy_deltas_and_gates_on_a_worse_verdict(store,
     assert deltas[candidate["label"]]["max_dv_delta"] == pytest.approx(2.5)
     assert deltas["gold (CPU fp64)"]["max_dv_delta"] == 0.0
     assert main(["results", "compare", str(b), str(a), "--fail-above", "0"]) == 0  # FAIL -> PASS: better
+
+
+def test_list_and_compare_say_whose_times_they_are(store, environment, capsys) -> None:
+    """An emulated result's times are this host's: the listing and the comparison have an execution
+    column and say so in words."""
+    real = store.record(bench_doc([1.0, 1.01, 0.99]), environment)
+    emulated = bench_doc([2.0, 2.1, 1.9], device="groq", mode="default", execution="emulated",
+                         created="2026-01-02T00:00:00+00:00")  # fmt: skip
+    emul = store.record(emulated, environment)
+    assert main(["results", "list"]) == 0
+    listing = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    assert "exec" in listing and "emul." in listing and "real" in listing
+    assert "this host's time to emulate the chip, not the chip's own time" in listing
+    rc, report = _json(capsys, ["results", "compare", str(real), str(emul), "--json"])
+    assert rc == 0 and [t["execution"] for t in report["timings"]] == ["real/emulated"]
+    assert main(["results", "compare", str(real), str(emul)]) == 0
+    table = " ".join(capsys.readouterr().out.split())
+    assert "exec A/B" in table and "real/emul." in table and "not the chip's own time" in table
+    rc, listed = _json(capsys, ["results", "list", "--json"])
+    assert {r["id"]: r["execution"] for r in listed} == {real: "real", emul: "emulated"}

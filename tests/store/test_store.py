@@ -78,6 +78,7 @@ def test_migration_from_schema_v1(tmp_path) -> None:
     full = store.get(old.id)
     assert full.tags == ["nightly", "v1"] and full.environment.python == "3.10.0"
     assert full.document["timings"][0]["run_s_all"] == [1.0, 1.2, 1.1]
+    assert full.execution == old.execution == "real"  # backfilled from the document by migrate_to_3
     rows = sqlite3.connect(path).execute("SELECT config, samples FROM timings").fetchall()
     assert rows == [("io-ehh|cpu|fp32|jax|float32|729|True", "[1.0, 1.2, 1.1]")]  # backfilled by migrate_to_2
     assert sqlite3.connect(path).execute("SELECT version FROM hwbench_store_version").fetchone() == (SCHEMA_VERSION,)

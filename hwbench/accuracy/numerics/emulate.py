@@ -18,7 +18,13 @@ Semantics worth knowing (also in ``docs/profiles.md``):
   On the JAX engine XLA:CPU itself contracts single-use native products (the reference does
   too); the numpy engine never does. Operands are first rounded to the
   op's ``input_format`` where one is set. Python float constants become carrier constants.
-  Arithmetic among parameters or inputs alone (no state involved) runs natively.
+* Run-time values are the state (:meth:`EmulatingOps.load`) and the kernel's inputs
+  (:meth:`EmulatingOps.load_inputs`): they change between calls, so every operator touching one
+  is the device's arithmetic, and so is every ``ops.*`` call whatever its operands. Python
+  operators among constants alone (Python numbers, the workload's parameters: fixed when the
+  program is built, as the founding study baked its parameters into the TensorFlow graph) run
+  natively, as the device's compiler folds them on the host; an audit report lists this and the
+  other native parts (:mod:`hwbench.accuracy.numerics.native_parts`).
 * ``x ** k`` with a Python ``int`` ``k`` is repeated multiplication (square-and-multiply, as
   XLA's ``integer_pow``; ``k < 0`` adds one division), any other power is a POW op; ``1 / x``
   is a DIV op. ``-x``, ``abs``, indexing, ``stack`` are exact.
@@ -365,6 +371,15 @@ class EmulatingOps:
             limit = float(np.finfo(self._np_dtype).max)
             return _map_tree(lambda x: EmuArray(x, self, None, (-limit, limit) if self._be.is_float(x) else None), raw)
         return _map_tree(lambda x: EmuArray(x, self), raw)
+
+    def load_inputs(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The kernel's inputs as emulated arrays (:class:`hwbench.core.engine.InputOps`).
+
+        Inputs change between calls, so no compiler folds arithmetic on them: every operator
+        touching one is the device's, also where the state is not involved (a parameter times a
+        stimulus current). Integer inputs (indices) are exact and stay as they are.
+        """
+        return {k: EmuArray(self._from_engine(v), self) if self._be.is_float(v) else v for k, v in inputs.items()}
 
     def store(self, state: Any) -> Any:
         rule = self.rules[OpClass.STORE]

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 from hwbench.core.disk_cache import code_fingerprint, digest
-from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params
+from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params, load_inputs
 from hwbench.core.engines import _loop
 from hwbench.core.engines.program_cache import ProgramCache, fresh_compile, program_key, trace_key_of, unique_name
 from hwbench.core.errors import UsageError
@@ -472,6 +472,7 @@ class JaxExecutor(Executor):
 
         kernel, ops, se, rule = self.kernel, self.ops, self.sample_every, self.kernel.spike_rule
         params = {**self._static, **fparams}
+        inputs = load_inputs(ops, inputs)  # run-time values: arithmetic on them is the device's
         split = self.tuning.split_rows and not isinstance(state, (tuple, list)) and state.ndim >= 2
         ncount = len(self.counter_names)
 

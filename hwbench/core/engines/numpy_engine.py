@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params
+from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params, load_inputs
 from hwbench.core.engines import _loop
 from hwbench.core.kernel import Kernel, Workload
 
@@ -155,7 +155,7 @@ class NumpyExecutor(Executor):
 
         nsamples = _loop.check_nsamples(nsamples)
         state = _loop.state_to_host(state, self.dtype, self.workload.state0)
-        inputs = _loop.merge_inputs(self.kernel, self.workload, inputs, self.dtype)
+        inputs = load_inputs(self.ops, _loop.merge_inputs(self.kernel, self.workload, inputs, self.dtype))
         rule = self.kernel.spike_rule
         se = self.sample_every
         probes: list[np.ndarray] = []

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params
+from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, SteppedOps, kernel_params, load_inputs
 from hwbench.core.engines import _loop
 from hwbench.core.engines.tf_ops import TfOps, import_tf, tf_available
 from hwbench.core.kernel import Kernel, Workload
@@ -114,7 +114,7 @@ class KernelGraph:
         if self.stepped:
             ops.begin_step(g0 + i)
             state = ops.load(state)
-        state = kernel.step(ops, state, params, inputs, t0 + i)
+        state = kernel.step(ops, state, params, load_inputs(ops, inputs), t0 + i)
         if self.stepped:
             state = ops.store(state)
             counts = counts + tf.cast(ops.end_step(), tf.int32)

@@ -38,7 +38,7 @@ def op(*names: str) -> Callable[[OpFn], OpFn]:
 
 
 def supported() -> list[str]:
-    """Every ONNX op the evaluator implements (docs/models.md lists them with their arithmetic)."""
+    """Every ONNX op the evaluator implements."""
     return sorted(_TABLE)
 
 
@@ -52,5 +52,5 @@ def lookup(op_type: str, domain: str, opset: int, node: str) -> OpFn:
         raise UsageError(f"node '{node}': opset {opset} is not supported (opsets {MIN_OPSET} to {MAX_OPSET})")
     fn = _TABLE.get(op_type)
     if fn is None:
-        raise UsageError(f"node '{node}': ONNX op {op_type} is not supported; docs/models.md lists the supported ones")
+        raise UsageError(f"node '{node}': ONNX op {op_type} is not supported")
     return fn

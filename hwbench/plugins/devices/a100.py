@@ -47,6 +47,7 @@ from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass
+from hwbench.plugins.devices import _published_speed
 from hwbench.plugins.devices._support import capacity_support, footprint, jax_on_device
 
 SNN_TRAINING_ENERGY = (
@@ -396,6 +397,7 @@ class A100Device(KnobbedDevice):
         },
         software="TF 2.11.0 (study); here: JAX (CUDA) for cuda-fp32, ONNX Runtime TensorRT EP for tensorrt",
         sources=[STUDY_TABLE, ARGONNE],
+        published_timing=_published_speed.A100,
         published_energy=[
             PublishedEnergy(
                 workload="snnTorch DSNN training step, MNIST, batch 128 (9,859 img/s): power",

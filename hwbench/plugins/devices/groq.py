@@ -41,6 +41,7 @@ from hwbench.core.engine import Executor, RunOutput, kernel_params
 from hwbench.core.errors import UsageError, unknown_name
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
+from hwbench.plugins.devices import _published_speed
 from hwbench.plugins.groqware_shim import capacity
 from hwbench.plugins.groqware_shim.numerics import MODE_KNOBS, MODES, build_profile
 from hwbench.plugins.groqware_shim.sdk import LOOKED_FOR, real_sdk_status
@@ -144,6 +145,7 @@ class GroqDevice(EmulatedDevice):
         software="Groq SDK 0.9.1, tf2onnx 1.13, ONNX opset 16 (study); here: the GroqWare SDK if installed, "
         "else the hwbench GroqWare shim",
         sources=[STUDY_TABLE, ARGONNE],
+        published_timing=_published_speed.GROQ,
     )
     modes = MODES
     looked_for = LOOKED_FOR

@@ -53,6 +53,7 @@ from hwbench.core.errors import UsageError
 from hwbench.core.hookspecs import hookimpl
 from hwbench.core.kernel import Kernel, Workload
 from hwbench.core.ops import OpClass, Ops
+from hwbench.plugins.devices import _published_speed
 from hwbench.plugins.devices._support import capacity_support, footprint, is_connected, jax_on_device
 
 if TYPE_CHECKING:
@@ -336,6 +337,7 @@ class TpuV3Device(EmulatedDevice):
         tdp_w=450,
         software="TF 2.11.0 (study); here: JAX (XLA:TPU)",
         sources=[f"{STUDY_TABLE} (transistor count estimated there)"],
+        published_timing=_published_speed.TPU_V3,
     )
     modes = MODES
     looked_for = "a TPU visible to JAX (libtpu and /dev/accel* or /dev/vfio)"

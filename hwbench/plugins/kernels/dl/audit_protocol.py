@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from hwbench.accuracy.dl_bounds import BoundModel, bound_model, elementwise_model
+from hwbench.accuracy.numerics.native_parts import native_parts
 from hwbench.accuracy.numerics.profile import NumericsProfile
 from hwbench.accuracy.run_metrics import AuditRun, kernel_metrics
 from hwbench.core.audit_protocol import AuditContext, AuditProtocol, Candidate, Compared, ProtocolInfo
@@ -171,6 +172,7 @@ class _Distribution:
             label=label, role=role, device=cand.device, mode=cand.mode,
             execution=execution, engine="numpy", profile=None if profile is None else profile.name, setup_s=0.0,
             run_s=secs, deviation=metrics, metrics=own,
+            native=native_parts(profile) if execution == "emulated" and profile is not None else [],
         )  # fmt: skip
         return summary, metrics
 
