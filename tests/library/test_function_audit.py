@@ -124,7 +124,7 @@ def test_bad_input_is_one_usage_error() -> None:
         hwbench.audit(jnp.sin, x, devices=[], progress="none")
     with pytest.raises(UsageError, match="needs the device"):
         hwbench.run(jnp.sin, x)
-    with pytest.raises(UsageError, match="only scatter-adds|scatter-add is supported along one axis"):
+    with pytest.raises(UsageError, match="scatter-add is supported along one axis"):
         hwbench.run(lambda v: jnp.zeros((3, 3)).at[np.array([0, 1]), np.array([1, 2])].add(v[:2]), x, device="groq")
 
 
