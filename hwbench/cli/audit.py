@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from hwbench.cli import validate
 from hwbench.cli.common import parse_set
+from hwbench.cli.function_audit import function_options, with_function_route
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.core.audit_protocol import STUDY_SEED
@@ -85,6 +86,8 @@ def _fmt(x: float | None, unit: str = "") -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only on stdout.")
 @store_options
+@function_options
+@with_function_route
 def audit(
     devices: tuple[str, ...],
     kernel: str,
@@ -104,7 +107,8 @@ def audit(
 ) -> int:
     """Audit devices against the CPU reference: verdict, table, plots, JSON report.
 
-    Exit code 0 on PASS (and WARN unless --strict), 1 on FAIL.
+    With --function MODULE:NAME --inputs args.npz, a user's JAX function equation by equation on
+    every device (docs/testing.md). Exit code 0 on PASS (and WARN unless --strict), 1 on FAIL.
     """
     from hwbench.core.plugins import get_registry
     from hwbench.library.audit import audit as library_audit
