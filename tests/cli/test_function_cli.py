@@ -46,7 +46,8 @@ def test_json_report_names_the_users_lines(folder: Path) -> None:
     groq = protocol["candidates"][0]
     first = next(n for n in groq["nodes"] if n["name"] == groq["first_divergent_node"])
     assert first["source"] == "mymodel.py:6 (attention)" and first["op_type"] == "dot_general"
-    assert report["settings"]["inputs"] == [{"shape": [6, 16], "dtype": "float32"}, {"shape": [5, 16], "dtype": "float32"}]
+    shapes = [i["shape"] for i in report["settings"]["inputs"]]
+    assert shapes == [[6, 16], [5, 16]]
 
 
 def test_tolerances_strict_and_out(folder: Path) -> None:
