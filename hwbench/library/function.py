@@ -32,6 +32,7 @@ from hwbench.core.audit_report import (
     combine,
 )
 from hwbench.core.errors import UsageError
+from hwbench.library.function_cache import compiled_for, program_for
 from hwbench.library.function_judge import Criteria, judge, output_error
 
 if TYPE_CHECKING:
@@ -54,6 +55,12 @@ class Target:
     mode: str
     profile: NumericsProfile | None
     arith: Arith
+    seed: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """What names its compiled programs (:mod:`.function_cache`)."""
+        return (self.device, self.mode, self.seed)
 
     @property
     def label(self) -> str:
@@ -86,7 +93,7 @@ def resolve_target(registry: Registry, spec: str, mode: str | None = None, seed:
         raise UsageError(refusal)
     chosen = spec_mode or mode or device.default_mode
     arith = device_arith(registry, name, chosen, seed=seed, what="a function")
-    return Target(name, chosen, device.numerics(chosen), arith)
+    return Target(name, chosen, device.numerics(chosen), arith, seed)
 
 
 def native_arith(dtype: str) -> Arith:
@@ -103,12 +110,11 @@ def run_function(
 ) -> Any:
     """``fn(*args)`` with every float operation on ``device``'s arithmetic, in ``fn``'s output tree."""
     from hwbench.core.plugins import get_registry
-    from hwbench.evaluator.jaxpr.program import FunctionProgram
 
-    program = FunctionProgram(fn, args)
+    program = program_for(fn, args)
     flat = program.flat_inputs(args)
     target = resolve_target(get_registry(), device, mode, seed)
-    return program.unflatten(program.compile(target.arith)(flat).outputs)
+    return program.unflatten(compiled_for(program, target.key, lambda: target.arith, False)(flat).outputs)
 
 
 @dataclass
@@ -126,8 +132,8 @@ def nudged(flat: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def baselines(program: FunctionProgram, flat: Sequence[np.ndarray]) -> Baselines:
-    reference, seconds = _timed(program.compile(native_arith("float64"), intermediates=True), flat)
-    fp32 = program.compile(native_arith("float32"), intermediates=True)
+    reference, seconds = _timed(compiled_for(program, "float64", lambda: native_arith("float64"), True), flat)
+    fp32 = compiled_for(program, "float32", lambda: native_arith("float32"), True)
     given, s1 = _timed(fp32, flat)
     moved, s2 = _timed(fp32, nudged(flat))
     return Baselines(reference, [given, moved], [seconds, s1, s2])
@@ -152,7 +158,6 @@ def audit_function(
     """Audit ``fn(*args)`` on each of ``devices`` (see the module docstring): the report and, as
     the audit's data, each device's outputs in ``fn``'s tree. UsageErrors come before any run."""
     from hwbench.core.plugins import get_registry
-    from hwbench.evaluator.jaxpr.program import FunctionProgram
     from hwbench.library.progress import Progress
 
     start = time.perf_counter()
@@ -162,7 +167,7 @@ def audit_function(
     if mode is not None and len(names) > 1:
         raise UsageError("with several devices, give each its mode as NAME:MODE")
     criteria = criteria or Criteria()
-    program = FunctionProgram(fn, args)
+    program = program_for(fn, args)
     flat = program.flat_inputs(args)
     registry = get_registry()
     targets = [resolve_target(registry, n, mode, seed) for n in names]
@@ -190,7 +195,7 @@ def audit_target(
     """One device: its run with every equation kept, the equations' errors, the outputs' verdict."""
     from hwbench.evaluator.compare import node_errors
 
-    run, seconds = _timed(program.compile(target.arith, intermediates=True), flat)
+    run, seconds = _timed(compiled_for(program, target.key, lambda: target.arith, True), flat)
     bits, fmt = target.ulp_format()
     floors = [f.tensors for f in base.floors]
     errors = node_errors(program.infos, run.tensors, base.reference.tensors, floors, mantissa_bits=bits)
@@ -346,11 +351,6 @@ def _floor(base: Baselines) -> float:
 
 def _score(summary: RunSummary) -> float:
     return float((summary.deviation or {}).get("score", 0.0))
-
-
-def outputs_by_name(program: FunctionProgram, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The outputs keyed as the user's code indexes them (``out[1]``)."""
-    return {program.output_names[k]: v for k, v in outputs.items()}
 
 
 def audit_function_call(

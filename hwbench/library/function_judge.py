@@ -123,18 +123,26 @@ def judge(
     return Judgement(Verdict.PASS, score, [f"every output {within}", *above], outputs)
 
 
-def _beyond(name: str, c: np.ndarray, r: np.ndarray, criteria: Criteria) -> list[str]:
-    """The elements beyond every tolerance, the worst named (where the reference is finite)."""
-    if not criteria.given:
-        return []
+def beyond(c: np.ndarray, r: np.ndarray, criteria: Criteria) -> tuple[tuple[int, ...], int] | None:
+    """The worst element beyond every tolerance (a non-finite one first) and how many are, or None.
+    Elements whose reference is not finite are not judged."""
+    c, r = np.asarray(c, np.float64), np.asarray(r, np.float64)
     with np.errstate(invalid="ignore"):
         excess = np.where(np.isfinite(c), np.abs(c - r) - criteria.allowed(r), np.inf)
     excess = np.where(np.isfinite(r), excess, -np.inf)
     if not excess.size or excess.max() <= 0:
+        return None
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape))
+    return index, int((excess > 0).sum())
+
+
+def _beyond(name: str, c: np.ndarray, r: np.ndarray, criteria: Criteria) -> list[str]:
+    """The elements beyond every tolerance, the worst named (where the reference is finite)."""
+    found = beyond(c, r, criteria) if criteria.given else None
+    if found is None:
         return []
-    i = np.unravel_index(int(np.argmax(excess)), excess.shape)
-    count = int((excess > 0).sum())
+    i, count = found
     return [
-        f"output {name}: {count} of {excess.size} elements beyond {criteria.describe()}; worst at "
-        f"{list(map(int, i))}: {float(c[i]):.7g} vs float64 {float(r[i]):.7g}"
+        f"output {name}: {count} of {c.size} elements beyond {criteria.describe()}; worst at "
+        f"{list(i)}: {float(c[i]):.7g} vs float64 {float(r[i]):.7g}"
     ]
