@@ -15,7 +15,7 @@ one protocol report, ``jax-function``, with a verdict per device and its equatio
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
