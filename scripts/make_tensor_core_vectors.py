@@ -4,9 +4,10 @@ Source: github.com/north-numerical-computing/MATLAB-tensor-core (BSD-2, Khattak 
 folder ``model_validation/``: for each GPU (V100, A2, A100, Ada, L40S, H100, H200, B200) and
 input format, rows of K inputs ``a``, ``b`` (hex fp32 bit patterns, one row per line), ``c``
 (fp32, one 32-bit binary string per line) and the outputs ``d`` the GPU computed (fp32 or fp16
-values written as fp32 bits). 5,000 cases per set. Every case is kept: files that are identical
-across GPUs (the same a, b, c were sent to several chips) are stored once, so all 40 sets (200,000
-cases) take about 3 MB compressed.
+values written as fp32 bits; fp16 outputs for fp16 inputs on every GPU and for fp8 inputs on Ada,
+H100, H200 and B200). 5,000 cases per set. Every case is kept: files that are identical across
+GPUs (the same a, b, c were sent to several chips) are stored once, so all 48 sets (240,000 cases)
+take about 3 MB compressed.
 
     python scripts/make_tensor_core_vectors.py PATH/TO/MATLAB-tensor-core
 
@@ -14,7 +15,8 @@ Layout of the npz: ``in/<sha1>`` uint32 arrays (fp32 bit patterns: a and b as (5
 (5000,)), and per set ``set/<GPU>/<FMT>/<OUT>`` = uint32 d bits, with ``ref/<GPU>/<FMT>/<OUT>``
 naming the three input keys (a, b, c). Reading conventions follow the repository's
 ``Validate_TC_models.m``: fp16 outputs are compared with c rounded to fp16 (nearest even, as the
-CUDA harness did), and H100 / H200 fp8 runs used c = 0 (WGMMA accumulates into D).
+CUDA harness did), and H100 / H200 fp8 runs with fp32 outputs used c = 0 (WGMMA accumulates into
+D); their fp16-output runs (``mma_fp8_output_fp16.cu``, mma.sync) used c rounded to fp16.
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ def main(repo: Path) -> None:
             a = keep(_hex_rows(folder / f"a_{gpu}_{fmt}.txt"))
             b = keep(_hex_rows(folder / f"b_{gpu}_{fmt}.txt"))
             c = keep(_bin_lines(folder / f"c_{gpu}_fp32.txt"))
-            for out in ["fp16", "fp32"] if fmt == "fp16" else ["fp32"]:
+            for out in ("fp16", "fp32"):
+                if not (folder / f"d_{gpu}_{out}.txt").exists():  # fp16 outputs: fp16 and fp8 inputs
+                    continue
                 arrays[f"set/{gpu}/{fmt}/{out}"] = _bin_lines(folder / f"d_{gpu}_{out}.txt")
                 arrays[f"ref/{gpu}/{fmt}/{out}"] = np.array([a, b, c])
     OUT.mkdir(parents=True, exist_ok=True)

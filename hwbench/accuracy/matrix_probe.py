@@ -14,10 +14,11 @@ block-FMA model) or silicon (``hwbench.plugins.devices.h100``'s JAX path). Every
 in the input format; products are built as ``a = m * 2**ea``, ``b = 2**eb``.
 
 Order matters and is fixed: result bits R first (the output's effective fraction bits), then the
-block size with R-scaled vectors, then final rounding, alignment bits F, alignment rounding,
-where ``c`` joins, subnormals, carry bits, normalisation and monotonicity. A feature whose probe
-cannot be built for this unit (too few terms per block, a format too narrow) is ``None`` and its
-note says why: never a guess.
+instruction size with R-scaled vectors (where ``c`` is rounded in), then the lanes of the first
+block (which terms it takes: consecutive ones, or runs dealt to several blocks), then, on those
+lanes, final rounding, alignment bits F, alignment rounding, where ``c`` joins, subnormals,
+carry bits, normalisation and monotonicity. A feature whose probe cannot be built for this unit
+(too few terms per block, a format too narrow) is ``None`` and its note says why: never a guess.
 """
 
 from __future__ import annotations
@@ -66,6 +67,15 @@ class MatrixUnitFeatures(BaseModel):
     block_size: int | None = Field(
         description="products added per block before one rounding; None: no boundary up to K"
     )
+    instruction_size: int | None = Field(
+        default=None,
+        description="products between two roundings of c into the result (the block, unless c is added "
+        "once per instruction of several blocks); None: no boundary up to K",
+    )
+    interleave: int | None = Field(
+        default=None,
+        description="runs of consecutive terms an instruction deals to its blocks in turn; None: consecutive blocks",
+    )
     extra_alignment_bits: int | None = Field(
         description="fraction bits kept at alignment beyond fp32's 23 (negative: fewer); None: exact accumulation"
     )
@@ -84,6 +94,8 @@ class MatrixUnitFeatures(BaseModel):
 PARAMETER_FIELDS = (
     "result_fraction_bits",
     "block_size",
+    "instruction_size",
+    "interleave",
     "extra_alignment_bits",
     "alignment_rounding",
     "final_rounding",
@@ -110,6 +122,7 @@ class _Probe:
         self.fin, self.fout = fmt(input_format), fmt(output_format)
         self.notes: list[str] = []
         self.block: int | None = None
+        self.order = list(range(ProbeK))  # probe term j goes to the unit's position order[j]
         self.frac: int | None = None
         self.rbits = self.fout.mantissa_bits
         self.scale = 1.0
@@ -136,14 +149,15 @@ class _Probe:
         return math.copysign(m * 2.0**ea, p), 2.0**eb
 
     def rows(self, products: list[list[float]], cs: list[float], scaled: bool = True) -> Array:
-        """Evaluate rows given as product lists (padded with zeros to ``ProbeK``) and their c,
-        all multiplied by the session's power-of-two scale (undone on the result) if ``scaled``."""
+        """Evaluate rows given as product lists (padded with zeros to ``ProbeK``, term j at the
+        unit's position ``order[j]``: the first block's lanes first) and their c, all multiplied by
+        the session's power-of-two scale (undone on the result) if ``scaled``."""
         k = self.scale if scaled else 1.0
         n = len(products)
         a, b = np.zeros((n, ProbeK)), np.zeros((n, ProbeK))
         for i, row in enumerate(products):
             for j, p in enumerate(row):
-                a[i, j], b[i, j] = self.factor(p * k)
+                a[i, self.order[j]], b[i, self.order[j]] = self.factor(p * k)
         return self.call(a, b, np.array(cs, dtype=np.float64) * k) / k
 
     def call(self, a: Array, b: Array, c: Array) -> Array:
@@ -152,9 +166,9 @@ class _Probe:
             raise UsageError(f"the unit's inner() returned shape {out.shape}, expected {c.shape}")
         return out
 
-    def signed(self, products: list[float], c: float) -> tuple[float, float]:
+    def signed(self, products: list[float], c: float, scaled: bool = True) -> tuple[float, float]:
         """The row and its negation (HPEC's dp, dn pair): tells directed roundings apart."""
-        d = self.rows([products, [-p for p in products]], [c, -c])
+        d = self.rows([products, [-p for p in products]], [c, -c], scaled=scaled)
         return float(d[0]), float(d[1])
 
 
@@ -198,6 +212,55 @@ def _block_size(pr: _Probe) -> int | None:
     return int(np.argmax(bad)) + 1 if bad.any() else None
 
 
+def _later_block(pr: _Probe, pairs: list[tuple[int, int]]) -> list[bool]:
+    """For each (i, j): does position j's block come after position i's? Row: ``2**-(R+1)`` at
+    position 0 (the first block), 1 at i, -1 at j, c = 0. Within one block (or with j's block
+    first) the sum is exact; when the running result holds 1 + 2**-(R+1) before j's -1 arrives,
+    the half ulp is rounded away."""
+    tiny = 2.0 ** (-pr.rbits - 1)
+    rows = []
+    for i, j in pairs:
+        row = [0.0] * (max(i, j) + 1)
+        row[0], row[i], row[j] = tiny, 1.0, -1.0
+        rows.append(row)
+    return list(pr.rows(rows, [0.0] * len(rows)) != tiny)
+
+
+def _lanes(pr: _Probe, n: int | None) -> tuple[int | None, int | None]:
+    """The first block's lanes within an instruction of n terms: (block size, interleave run).
+
+    A partner p of position 0 (searched among positions 1 to 8) is a position no other comes
+    before; the positions that do not come after p share the first block. Consecutive blocks are
+    not split (a binary tree of roundings, as on CDNA2, reads the same); interleaved lanes must be
+    runs dealt round-robin."""
+    if n is None or n < 4:
+        return n, None
+    if all(_later_block(pr, [(1, 2), (2, 1)])):
+        pr.notes.append("lanes: not observable (a half ulp below the result is lost within a block)")
+        return n, None
+    partner = next((p for p in range(1, min(n - 1, 9)) if not any(_later_block(pr, _column(n, p, into=True)))), None)
+    if partner is None:
+        pr.notes.append("lanes: no position shares the first block with position 0")
+        return n, None
+    later = _later_block(pr, _column(n, partner, into=False))
+    lanes = sorted({0, partner} | {j for (_, j), lost in zip(_column(n, partner, into=False), later) if not lost})
+    run = next((k for k, t in enumerate(lanes) if k != t), len(lanes))
+    if run == len(lanes) or n % len(lanes):
+        return n, None
+    blocks = n // len(lanes)
+    if lanes != [t for t in range(n) if (t // run) % blocks == 0]:
+        pr.notes.append(f"lanes: the first block takes positions {lanes}, not runs dealt round-robin")
+        return n, None
+    first = sorted(range(n), key=lambda t: ((t // run) % blocks, t))
+    pr.order = [start + t for start in range(0, ProbeK, n) for t in first][:ProbeK]
+    return len(lanes), run
+
+
+def _column(n: int, p: int, *, into: bool) -> list[tuple[int, int]]:
+    """Pairs (j, p) (does p come after j?) or (p, j), for every position j < n but 0 and p."""
+    return [(j, p) if into else (p, j) for j in range(1, n) if j != p]
+
+
 def _final_rounding(pr: _Probe) -> Rounding | None:
     """Result rounding from an exact block value 0.75 ulp above a representable one (HPEC 3/4).
 
@@ -232,7 +295,7 @@ def _alignment_bits(pr: _Probe) -> int | None:
 
     None when every representable t passes (exact accumulation, as far as the formats reach).
     """
-    s = min(2 * pr.fin.emax, pr.fout.emax - 1)
+    s = _align_top(pr)
     ts = [t for t in range(1, MAX_ALIGN_BITS + 1) if _representable(pr, 2.0 ** (s - t))]
     if pr.block is None or pr.block >= 3:
         rows, cs = [[2.0**s, -(2.0**s), 2.0 ** (s - t)] for t in ts], [0.0] * len(ts)
@@ -244,6 +307,12 @@ def _alignment_bits(pr: _Probe) -> int | None:
         pr.notes.append(f"alignment: every probed bit kept (down to 2**-{ts[-1]} of the largest term): exact")
         return None
     return ts[int(np.argmin(ok))] - 1
+
+
+def _align_top(pr: _Probe) -> int:
+    """The exponent of the largest term of the alignment probes: as high as the formats allow,
+    so the terms far below it are still products of normal inputs (fp8 e4m3 stops at 2**-12)."""
+    return min(2 * pr.fin.emax, pr.fout.emax - 1)
 
 
 def _representable(pr: _Probe, x: float) -> bool:
@@ -261,20 +330,20 @@ def _alignment_rounding(pr: _Probe, final: Rounding | None) -> AlignRounding | N
     """Truncation or a sticky bit: a term lost at alignment either vanishes or leaves a trace.
 
     ``pr.frac`` is the raw reach F' of :func:`_alignment_bits` (a sticky bit reaches one bit
-    further: it reproduces a lost power of two exactly). ``[1, -0.75 * 2**-F']``: truncation
-    gives 1; a sticky bit leaves 1 - epsilon, which rounds toward zero to the value below 1.
-    Under nearest-even, ``[1, 2**-(R+1), 2**-(F'+1)]`` is a tie under truncation (-> 1) and
-    above it with a sticky bit (-> 1 + 2**-R).
+    further: it reproduces a lost power of two exactly). With T the alignment probes' top term,
+    ``[T, -0.75 * 2**-F' T]``: truncation gives T; a sticky bit leaves T - epsilon, which rounds
+    toward zero to the value below T. Under nearest-even, ``[T, 2**-(R+1) T, 2**-(F'+1) T]`` is a
+    tie under truncation (-> T) and above it with a sticky bit (-> T + 2**-R T).
     """
     if pr.frac is None:
         return "exact"
-    f, r = pr.frac, pr.rbits
+    f, r, top = pr.frac, pr.rbits, 2.0 ** _align_top(pr)
     if final == "toward-zero":
-        dp, _ = pr.signed([1.0, -3 * 2.0 ** (-f - 2)], 0.0)
-        return "truncation" if dp == 1.0 else "sticky"
+        dp, _ = pr.signed([top, -3 * 2.0 ** (-f - 2) * top], 0.0, scaled=False)
+        return "truncation" if dp == top else "sticky"
     if final == "nearest-even" and f >= r + 1 and (pr.block is None or pr.block >= 3):
-        dp, _ = pr.signed([1.0, 2.0 ** (-r - 1), 2.0 ** (-f - 1)], 0.0)
-        return "truncation" if dp == 1.0 else "sticky"
+        dp, _ = pr.signed([top, 2.0 ** (-r - 1) * top, 2.0 ** (-f - 1) * top], 0.0, scaled=False)
+        return "truncation" if dp == top else "sticky"
     pr.notes.append("alignment rounding: not observable with this block size / final rounding")
     return None
 
@@ -374,7 +443,9 @@ def probe(
     pr = _Probe(unit, input_format, output_format)
     pr.rbits = _result_bits(pr)
     pr.set_scale()
-    pr.block = _block_size(pr)
+    instruction = _block_size(pr)
+    lanes = _guard(pr, "lanes", lambda: _lanes(pr, instruction))
+    pr.block, interleave = lanes if lanes is not None else (instruction, None)
     final: Rounding | None = _guard(pr, "final rounding", lambda: _final_rounding(pr))
     pr.frac = _guard(pr, "alignment bits", lambda: _alignment_bits(pr))
     rounding: AlignRounding | None = _guard(pr, "alignment rounding", lambda: _alignment_rounding(pr, final))
@@ -386,6 +457,8 @@ def probe(
         output_format=output_format if isinstance(output_format, str) else pr.fout.name,
         result_fraction_bits=pr.rbits,
         block_size=pr.block,
+        instruction_size=instruction,
+        interleave=interleave,
         extra_alignment_bits=None if bits is None else bits - fmt("fp32").mantissa_bits,
         alignment_rounding=rounding,
         final_rounding=final,
@@ -427,24 +500,29 @@ def model_features(model: MatrixUnitModel) -> dict[str, object]:
 
     Exact and pairwise summation have no alignment point: the cancellation probes find every bit
     kept, so they read as exact (``extra_alignment_bits`` None, c placement not observable).
+    Consecutive blocks of one instruction read as one block (the lanes probe splits interleaved
+    lanes only: a binary tree of roundings would read as consecutive blocks too).
     """
     r = model.output_fraction_bits
-    block_final = "toward-zero" if model.c_position == "after-rounded" else model.final_rounding
+    block_final = model.late_rounding if model.c_position == "after-rounded" else model.final_rounding
+    f = ACCUMULATOR_FRACTION_BITS + model.extra_alignment_bits
+    block = model.block_terms if model.interleave is not None else model.step_terms
     want: dict[str, object] = {
         "result_fraction_bits": r,
-        "block_size": model.block_terms,
-        "final_rounding": block_final if model.block_terms >= 2 else None,  # one product: no block sum
+        "block_size": block,
+        "instruction_size": model.step_terms,
+        "interleave": model.interleave,
+        "final_rounding": block_final if block >= 2 else None,  # one product: no block sum
         "c_rounding": model.final_rounding,
         "subnormal_inputs": "kept" if model.subnormals_in == "keep" else "flushed",
         "subnormal_outputs": "kept" if model.subnormals_out == "keep" else "flushed",
     }
     if model.summation != "aligned":
         return {**want, "extra_alignment_bits": None, "alignment_rounding": "exact", "c_in_alignment": None}
-    f = ACCUMULATOR_FRACTION_BITS + model.extra_alignment_bits
     sticky = model.alignment_rounding == "sticky"
-    seen = block_final == "toward-zero" or (f + sticky >= r + 1 and model.block_terms >= 3)
+    seen = block_final == "toward-zero" or (f + sticky >= r + 1 and block >= 3)
     want["extra_alignment_bits"] = model.extra_alignment_bits
     want["alignment_rounding"] = ("sticky" if sticky else "truncation") if seen else None
-    reach = 2 ** (f - r + 2) <= min(model.block_terms, ProbeK)
+    reach = 2 ** (f - r + 2) <= min(block, ProbeK)
     want["c_in_alignment"] = model.c_position == "alignment" if reach else None
     return want

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 FEATURE_LABELS = {
     "result_fraction_bits": "result fraction bits",
     "block_size": "block size (terms)",
+    "instruction_size": "terms per c addition",
+    "interleave": "interleaved lanes (run)",
     "extra_alignment_bits": "extra alignment bits",
     "alignment_rounding": "alignment rounding",
     "final_rounding": "block rounding (c = 0)",
@@ -43,8 +45,8 @@ FEATURE_LABELS = {
 def probe_command(spec: str, compare_with: str | None, emulated: bool, as_json: bool) -> int:
     """Measure a matrix unit's arithmetic with the published feature-detection probes.
 
-    Block size, extra alignment bits, roundings, where c joins, subnormals, carry bits,
-    normalisation and monotonicity (Fasi et al. 2021; Khattak & Mikaitis, HPEC 2025; FTTN).
+    Block size, interleaved lanes, extra alignment bits, roundings, where c joins, subnormals,
+    carry bits, normalisation and monotonicity (Fasi et al. 2021; Khattak & Mikaitis, HPEC 2025; FTTN).
     """
     from hwbench.library.probe import probe
 
@@ -76,7 +78,12 @@ def _render(report: ProbeReport, features: Any, comparison: Comparison | None) -
         stdout.print(f"  {n} feature(s) differ from {comparison.model}", highlight=False, markup=False)
 
 
-NONE_MEANS = {"extra_alignment_bits": "exact (every bit kept)", "block_size": "no boundary up to 128"}
+NONE_MEANS = {
+    "extra_alignment_bits": "exact (every bit kept)",
+    "block_size": "no boundary up to 128",
+    "instruction_size": "no boundary up to 128",
+    "interleave": "no (consecutive terms)",
+}
 
 
 def _show(field: str, value: Any) -> str:

@@ -5,8 +5,11 @@ probes of ``hwbench.accuracy.matrix_probe`` can be tested against a whole space 
 Per block of ``block`` products: each product is exact; the block's terms (and ``c`` when it joins
 the alignment) are aligned to the largest exponent keeping ``frac_bits`` fraction bits (truncated,
 optionally with a sticky bit), summed exactly, normalised once and rounded to ``result_bits``
-fraction bits (toward zero or to nearest even). Blocks chain through ``c``. Exact rational
-arithmetic (``fractions``), one row at a time: slow and obviously right.
+fraction bits (toward zero or to nearest even). Blocks chain through ``c``. With ``instruction``,
+``c`` is added once per instruction of that many products instead: the instruction's blocks
+chain from zero, the ``interleave``-th runs of its terms dealt to them in turn, and ``c`` is added
+to their result with one rounding. Exact rational arithmetic (``fractions``), one row at a time:
+slow and obviously right.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class RefUnit:
     subnormals_in: bool = True
     subnormals_out: bool = True
     result_bits: int | None = None  # None: the output format's fraction bits
+    instruction: int | None = None  # products per c addition (several blocks); None: c chains every block
+    interleave: int | None = None  # runs of an instruction's terms dealt to its blocks in turn
 
     def _fmt(self, name: str):  # type: ignore[no-untyped-def]
         return float_format(FORMAT_ALIASES.get(name, name))
@@ -48,16 +53,25 @@ class RefUnit:
         if not self.subnormals_in:
             a = np.where(np.abs(a) < fin.min_normal, 0.0, a)
             b = np.where(np.abs(b) < fin.min_normal, 0.0, b)
+        prods = [Fraction(float(x)) * Fraction(float(y)) for x, y in zip(a, b)]
         acc = Fraction(c)
-        for start in range(0, a.size, self.block):
+        if self.instruction is None:
+            return float(self._chain(prods, acc, fin.emin, fout.emin))
+        for start in range(0, len(prods), self.instruction):
+            terms = prods[start : start + self.instruction]
+            run, blocks = self.interleave, self.instruction // self.block
+            if run is not None:
+                terms = [terms[t] for t in sorted(range(len(terms)), key=lambda t: ((t // run) % blocks, t))]
+            acc = self._round(self._chain(terms, Fraction(0), fin.emin, fout.emin) + acc)
+        return float(acc)
+
+    def _chain(self, prods: list[Fraction], acc: Fraction, emin_in: int, emin_out: int) -> Fraction:
+        fout = self._fmt(self.output_format)
+        for start in range(0, len(prods), self.block):
             if not self.subnormals_out and abs(acc) < fout.min_normal:
                 acc = Fraction(0)
-            prods = [
-                Fraction(float(x)) * Fraction(float(y))
-                for x, y in zip(a[start : start + self.block], b[start : start + self.block])
-            ]
-            acc = self._round(self._block_sum(prods, acc, fin.emin, fout.emin))
-        return float(acc)
+            acc = self._round(self._block_sum(prods[start : start + self.block], acc, emin_in, emin_out))
+        return acc
 
     def _block_sum(self, prods: list[Fraction], c: Fraction, emin_in: int, emin_out: int) -> Fraction:
         if self.frac_bits is None:

@@ -26,9 +26,12 @@ def expected(u: RefUnit) -> dict[str, object]:
     out_bits = 10 if u.output_format == "fp16" else 23
     r = out_bits if u.result_bits is None else u.result_bits
     f = u.frac_bits
+    block = u.block if u.interleave is not None or u.instruction is None else u.instruction
     want: dict[str, object] = {
         "result_fraction_bits": r,
-        "block_size": u.block,
+        "block_size": block,
+        "instruction_size": u.instruction or u.block,
+        "interleave": u.interleave,
         "extra_alignment_bits": None if f is None else f - 23,
         "final_rounding": u.final_rounding,
         "c_rounding": u.final_rounding,
@@ -39,9 +42,10 @@ def expected(u: RefUnit) -> dict[str, object]:
         want["alignment_rounding"], want["c_in_alignment"] = "exact", None
     else:
         raw = f + 1 if u.sticky else f
-        seen = u.final_rounding == "toward-zero" or (raw >= r + 1 and u.block >= 3)
+        seen = u.final_rounding == "toward-zero" or (raw >= r + 1 and block >= 3)
         want["alignment_rounding"] = ("sticky" if u.sticky else "truncation") if seen else None
-        want["c_in_alignment"] = u.c_in_alignment if 2 ** (f - r + 2) <= u.block else None
+        joins = u.c_in_alignment and u.instruction is None
+        want["c_in_alignment"] = joins if 2 ** (f - r + 2) <= block else None
     return want
 
 
@@ -67,6 +71,10 @@ def check(u: RefUnit) -> MatrixUnitFeatures:
         RefUnit("fp16", "fp32", block=8, frac_bits=24, c_in_alignment=False, final_rounding="nearest-even"),
         RefUnit("bf16", "fp32", block=8, frac_bits=24, subnormals_in=False, subnormals_out=False),
         RefUnit("fp16", "fp32", block=16, frac_bits=24, sticky=True),
+        # Hopper / Blackwell fp8 -> fp16: two 16-term blocks dealt runs of 2, c added once per 32
+        RefUnit("fp8-e4m3", "fp16", 16, 25, final_rounding="nearest-even", instruction=32, interleave=2),
+        RefUnit("bf16", "fp32", block=4, frac_bits=24, instruction=16, interleave=1),  # four blocks, every 4th term
+        RefUnit("fp16", "fp32", block=8, frac_bits=24, instruction=16),  # consecutive blocks read as one
     ],
     ids=repr,
 )

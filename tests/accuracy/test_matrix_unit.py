@@ -74,6 +74,57 @@ def test_specials(backend: str) -> None:
     assert one(u, [2.0**127, *z], [2.0, *z], 0.0) == math.inf  # overflow of the block result
 
 
+def _fp8_row(products: dict[int, tuple[float, float]], k: int = 32) -> tuple[list[float], list[float]]:
+    a, b = [0.0] * k, [0.0] * k
+    for i, (x, y) in products.items():
+        a[i], b[i] = x, y
+    return a, b
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hopper_fp8_to_fp16_runs_two_interleaved_blocks_then_adds_c(backend: str) -> None:
+    # Terms 0, 1, 4, 5, ... go to the first 16-term block, 2, 3, 6, 7, ... to the second, each
+    # block rounded to nearest even onto fp16; c is added last with one more rounding.
+    h = 2.0**-11  # half an fp16 ulp of 1 (2^-5 * 2^-6 in e4m3)
+    u = matrix_unit("h100", "fp8-e4m3", "fp16", backend=backend)  # type: ignore[arg-type]
+    together = _fp8_row({0: (1.0, 1.0), 1: (2.0**-5, 2.0**-6), 4: (2.0**-5, 2.0**-6)})
+    assert one(u, *together, 0.0) == 1.0 + 2.0**-10  # one block: exact
+    apart = _fp8_row({0: (1.0, 1.0), 1: (2.0**-5, 2.0**-6), 2: (2.0**-5, 2.0**-6)})
+    assert one(u, *apart, 0.0) == 1.0  # 1 + h rounds to 1 (a tie, to even) in each block
+    second = _fp8_row({0: (1.0, 1.0), 2: (2.0**-5, 2.0**-6), 3: (2.0**-5, 2.0**-6)})
+    assert one(u, *second, 0.0) == 1.0 + 2 * h  # both halves in the second block: exact
+    # c joins after the products: (1 + 2^-10) + (1 + 2^-10) = 2 + 2^-9 exactly; had c joined the
+    # first block, 2 + 2^-10 would have rounded to 2 there and again in the second block.
+    assert one(u, *second, 1.0 + 2.0**-10) == 2.0 + 2.0**-9
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ada_fp8_to_fp16_keeps_13_bits_then_rounds_to_fp16(backend: str) -> None:
+    # 1 + 2^-11 + 2^-14: the 2^-14 is cut at alignment (13 fraction bits), so the sum is a tie
+    # that rounds to 1; with the term kept it would round up to 1 + 2^-10.
+    u = matrix_unit("ada", "fp8-e5m2", "fp16", backend=backend)  # type: ignore[arg-type]
+    row = _fp8_row({0: (1.0, 1.0), 1: (2.0**-5, 2.0**-6), 2: (2.0**-7, 2.0**-7)}, k=16)
+    assert one(u, *row, 0.0) == 1.0
+    assert one(u, *_fp8_row({0: (1.0, 1.0), 1: (2.0**-5, 2.0**-6), 2: (2.0**-6, 2.0**-7)}, k=16), 0.0) == 1.0 + 2.0**-10
+
+
+def test_instruction_fields_are_checked() -> None:
+    base = {"input_format": "fp8-e4m3", "output_format": "fp16", "block_terms": 16, "c_position": "after-rounded"}
+    with pytest.raises(ValueError, match="whole number of blocks of 16"):
+        MatrixUnitModel(**base, instruction_terms=24)
+    with pytest.raises(ValueError, match="deal an instruction of 32 terms evenly"):
+        MatrixUnitModel(**base, instruction_terms=32, interleave=3)
+    with pytest.raises(ValueError, match="after-rounded c"):
+        MatrixUnitModel(**{**base, "c_position": "alignment"}, instruction_terms=32)
+    with pytest.raises(ValueError, match="an alignment bit below the result's"):
+        MatrixUnitModel(**base, instruction_terms=32, interleave=2, extra_alignment_bits=-13)
+    with pytest.raises(ValueError, match="toward-zero or nearest-even"):
+        MatrixUnitModel(**base, late_rounding="down")
+    strict = MatrixUnit(matrix_unit("b200", "fp8-e5m2", "fp16").model.model_copy(update={"pad_k": False}))
+    with pytest.raises(UsageError, match="whole instructions of 32; got K=16"):
+        strict.inner(np.ones((1, 16)), np.ones((1, 16)), np.zeros(1))
+
+
 def test_every_named_unit_has_models() -> None:
     assert set(MATRIX_UNITS) == {"v100", "a100", "a2", "a30", "ada", "l40s", "h100", "h200", "b200"} | {
         "mi100",

@@ -2,11 +2,12 @@
 
 For every named unit model and a few described ones exercising the features no named unit uses
 (sticky alignment bit, nearest-even / up rounding of a late c, a product precision limit with
-nearest-even output), inputs are drawn to hit what the arithmetic distinguishes: exponents
-spread across the whole input range, subnormals, zeros, the largest values (carries past the
-block's top exponent, overflow to infinity), exact cancellation against c, and infinities / NaN
-where the format has them. hypothesis draws the seeds for the numpy comparison; JAX compiles once
-per model, so it gets one large structured batch per model.
+nearest-even output, instructions of three interleaved or two consecutive blocks), inputs are
+drawn to hit what the arithmetic distinguishes: exponents spread across the whole input range,
+subnormals, zeros, the largest values (carries past the block's top exponent, overflow to
+infinity), exact cancellation against c, and infinities / NaN where the format has them.
+hypothesis draws the seeds for the numpy comparison; JAX compiles once per model, so it gets one
+large structured batch per model.
 """
 
 from __future__ import annotations
@@ -44,6 +45,26 @@ DESCRIBED = [
         final_rounding="nearest-even",
     ),
     MatrixUnitModel(name="flush", input_format="fp16", block_terms=8, subnormals_in="flush", subnormals_out="flush"),
+    MatrixUnitModel(
+        name="three-interleaved",
+        input_format="bf16",
+        block_terms=4,
+        instruction_terms=12,
+        interleave=1,
+        extra_alignment_bits=1,
+        c_position="after-rounded",
+        final_rounding="nearest-even",
+    ),
+    MatrixUnitModel(
+        name="two-consecutive",
+        input_format="tf32",
+        block_terms=4,
+        instruction_terms=8,
+        extra_alignment_bits=2,
+        c_position="after-rounded",
+        late_rounding="nearest-even",
+        subnormals_out="flush",
+    ),
 ]
 MODELS = [matrix_unit(*key).model for key in NAMED] + DESCRIBED
 IDS = [f"{m.name}-{m.input_format}-{m.output_format}" for m in MODELS]
@@ -75,7 +96,7 @@ def batch(model: MatrixUnitModel, seed: int, n: int, specials: bool) -> tuple[np
 
 def _batch(model: MatrixUnitModel, seed: int, n: int, specials: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    k = model.block_terms * int(rng.integers(1, 4))
+    k = model.block_terms * int(rng.integers(1, 4 * model.step_terms // model.block_terms))  # partial instructions too
     a = values(rng, model.input_float, (n, k), specials)
     b = values(rng, model.input_float, (n, k), specials)
     b[: n // 4] = np.abs(b[: n // 4])  # same-sign rows: carries past the block's top
@@ -123,13 +144,14 @@ def test_jax_matches_reference(model: MatrixUnitModel) -> None:
         ("ada", "fp8-e5m2", "fp32"),
         ("mi300", "fp8-e4m3", "fp32"),
         ("mi250", "bf16", "fp32"),
+        ("h200", "fp8-e4m3", "fp16"),
     ],
 )
 def test_matmul_is_inner_products(key: tuple[str, str, str], backend: str) -> None:
     unit = matrix_unit(*key, backend=backend)  # type: ignore[arg-type]
     rng = np.random.default_rng(7)
     fin, fout = unit.model.input_float, unit.model.output_float
-    kk = 3 * unit.model.block_terms - 1  # a partial last block, padded with zero products
+    kk = 3 * unit.model.step_terms - 1  # a partial last instruction, padded with zero products
     a = values(rng, fin, (5, kk), specials=False)
     b = values(rng, fin, (kk, 4), specials=False)
     c = values(rng, fout, (5, 4), specials=False)

@@ -7,7 +7,10 @@ where the modelled hardware does. The algorithm follows the published parameteri
 ``Generic_BFMA_TC.m`` and ``GEMM.m``), written afresh:
 
 1. specials first, over the whole inner product (NaN, opposite infinities -> NaN; else +-inf);
-2. K is cut into blocks of ``block_terms``; each block's result is the next block's ``c``;
+2. K is cut into instructions of ``instruction_terms`` (one block unless the unit says more),
+   an instruction's terms are dealt to its blocks (consecutively, or interleaved), and each
+   block's result is the next block's ``c`` (with ``after-rounded``: an instruction's blocks
+   chain from zero and ``c`` is added to their sum once, rounded once);
 3. in a block: flush subnormal inputs if the unit does, drop zero products, split each product
    into an integer significand and the *sum of its factors' exponents* (a product of two
    significands in [1, 2) is kept in [1, 4): the alignment exponent is not renormalised);
@@ -37,17 +40,45 @@ def reference_inner(model: MatrixUnitModel, a: Sequence[float], b: Sequence[floa
     special = _specials([x * y for x, y in zip(a, b, strict=True)] + [c])
     if special is not None:
         return special
-    k = model.block_terms
-    n = len(a)
-    if n % k:
-        pad = k - n % k
-        a, b = list(a) + [0.0] * pad, list(b) + [0.0] * pad
+    step, order = model.step_terms, model.term_order()
+    a, b = list(a), list(b)
+    if len(a) % step:
+        pad = step - len(a) % step
+        a, b = a + [0.0] * pad, b + [0.0] * pad
     d = float(c)
-    for start in range(0, len(a), k):
-        d = block(model, a[start : start + k], b[start : start + k], d)
+    for start in range(0, len(a), step):
+        at, bt = a[start : start + step], b[start : start + step]
+        if order is not None:
+            at, bt = [at[i] for i in order], [bt[i] for i in order]
+        d = instruction(model, at, bt, d)
         if math.isinf(d) or math.isnan(d):
             return d
     return d
+
+
+def instruction(model: MatrixUnitModel, a: Sequence[float], b: Sequence[float], c: float) -> float:
+    """One instruction: its blocks (terms already in block order) chained through ``c``, or with
+    ``after-rounded`` chained from zero, each rounded with ``late_rounding``, and ``c`` added last
+    with one correctly rounded addition (``final_rounding``)."""
+    if model.c_position != "after-rounded":
+        return _chain(model, a, b, c)
+    chain = model.model_copy(update={"c_position": "alignment", "final_rounding": model.late_rounding})
+    partial = _chain(chain, a, b, 0.0)
+    if math.isinf(partial) or math.isnan(partial):
+        return partial
+    terms = [_c_term(v)[:3] for v in (partial, c) if v != 0]
+    total, grid = _exact_sum(terms)
+    return _round_out(model, total, grid)
+
+
+def _chain(model: MatrixUnitModel, a: Sequence[float], b: Sequence[float], c: float) -> float:
+    """Blocks of consecutive terms, each block's result the next block's ``c`` (an infinity ends it)."""
+    k = model.block_terms
+    for start in range(0, len(a), k):
+        c = block(model, a[start : start + k], b[start : start + k], c)
+        if math.isinf(c) or math.isnan(c):
+            break
+    return c
 
 
 def _specials(values: list[float]) -> float | None:
@@ -89,8 +120,6 @@ def block(model: MatrixUnitModel, a: Sequence[float], b: Sequence[float], c: flo
         total, grid = _odd_even(model, prods, c)
     elif model.c_position == "after":
         total, grid = _late_c(model, prods, c, exp_check=False)
-    elif model.c_position == "after-rounded":
-        return _rounded_then_c(model, prods, c)
     else:
         total, grid = _aligned(model, prods + ([_c_term(c)] if c != 0 else []))
     return _round_out(model, total, grid)
@@ -206,18 +235,6 @@ def _round_shift(v: int, by: int, mode: str) -> int:
             rem = mag - (kept << by)
             kept += rem > half or (rem == half and kept & 1)
     return -kept if neg else kept
-
-
-def _rounded_then_c(model: MatrixUnitModel, prods: list[tuple[bool, int, int, int]], c: float) -> float:
-    """The products' block sum rounded toward zero onto the output format, then one correctly
-    rounded addition of c (``final_rounding``)."""
-    total, grid = _aligned(model, prods) if prods else (0, 0)
-    partial = _round_out(model.model_copy(update={"final_rounding": "toward-zero"}), total, grid)
-    if math.isinf(partial):
-        return partial
-    terms = [_c_term(v)[:3] for v in (partial, c) if v != 0]
-    total, grid = _exact_sum(terms)
-    return _round_out(model, total, grid)
 
 
 def _odd_even(model: MatrixUnitModel, prods: list[tuple[bool, int, int, int]], c: float) -> tuple[int, int]:

@@ -10,9 +10,11 @@ float64 arrays where every step is exact:
 * the block result ``sum * 2^(top - F)`` is one ``ldexp`` and the final rounding is done on it
   with the exponent read by ``frexp`` (exact), so nothing rounds that the unit does not round.
 
-The block loop is sequential (each block's result is the next block's ``c``): a Python loop in
-numpy, ``lax.scan`` under JAX. ``matmul`` broadcasts a block of A's rows against a block of B's
-columns, so memory is O(M * N * block) per step. The exact (Kulisch) summation has no float64
+The block loop is sequential (each block's result is the next block's ``c``; a step is one
+instruction, several blocks where the unit's instruction holds more): a Python loop in numpy,
+``lax.scan`` under JAX, whose steps get their operands sliced one step ahead so that XLA's CPU
+backend vectorises each step's fused loop. ``matmul`` broadcasts a block of A's rows against a
+block of B's columns, so memory is O(M * N * block) per step. The exact (Kulisch) summation has no float64
 shortcut: units with ``summation == "exact"`` run the reference algorithm in every backend.
 """
 
@@ -61,12 +63,16 @@ def _reference_rows(model: MatrixUnitModel, a: np.ndarray, b: np.ndarray, c: np.
 
 
 def _blocks(model: MatrixUnitModel, x: np.ndarray) -> np.ndarray:
-    """(rows, K) -> (blocks, rows, block_terms), zero-padded: zero products change nothing."""
-    k = model.block_terms
+    """(rows, K) -> (instructions, rows, instruction_terms), zero-padded (zero products change
+    nothing), each instruction's terms in the order its blocks take them."""
+    k, order = model.step_terms, model.term_order()
     pad = (-x.shape[1]) % k
     if pad:
         x = np.concatenate([x, np.zeros((x.shape[0], pad))], axis=1)
-    return np.ascontiguousarray(x.reshape(x.shape[0], -1, k).transpose(1, 0, 2))
+    steps = x.reshape(x.shape[0], -1, k)
+    if order is not None:
+        steps = steps[:, :, order]
+    return np.ascontiguousarray(steps.transpose(1, 0, 2))
 
 
 def _run(model: MatrixUnitModel, ab: np.ndarray, bb: np.ndarray, c: np.ndarray, backend: str) -> np.ndarray:
@@ -91,10 +97,16 @@ def _jitted(model_json: str) -> Any:
     jnp = jax.numpy
 
     def run(ab: Any, bb: Any, c: Any) -> Any:
-        def body(state: Any, blk: Any) -> tuple[Any, None]:
-            return _step(jnp, model, state, blk[0], blk[1]), None
+        def operands(i: Any) -> tuple[Any, Any]:
+            return jax.lax.dynamic_index_in_dim(ab, i, 0, False), jax.lax.dynamic_index_in_dim(bb, i, 0, False)
 
-        state, _ = jax.lax.scan(body, _start(jnp, c), (ab, bb))
+        # Step i's operands come in the carry, sliced one step ahead (see _fast_jitted: a slice
+        # fused into the step's elementwise loops keeps them from being vectorised).
+        def body(carry: Any, i: Any) -> tuple[Any, None]:
+            state, (a, b) = carry
+            return (_step(jnp, model, state, a, b), operands(i + 1)), None
+
+        (state, _), _ = jax.lax.scan(body, (_start(jnp, c), operands(0)), jnp.arange(ab.shape[0]))
         return _finish(jnp, state)
 
     return jax.jit(run)
@@ -115,6 +127,7 @@ def _fast_path(model: MatrixUnitModel) -> bool:
         and model.subnormals_in == "keep"
         and model.subnormals_out == "keep"
         and not model.product_overflow_limit
+        and model.interleave is None
     )
 
 
@@ -170,12 +183,18 @@ def _fast_jitted(model_json: str) -> Any:
     def run(a: Any, b: Any, c: Any) -> Any:
         ea, eb = _nonzero_exponent(jnp, model, a), _nonzero_exponent(jnp, model, b)
 
-        def body(d: Any, i: Any) -> tuple[Any, None]:
+        def operands(i: Any) -> Any:
             blk_a = lax.dynamic_slice_in_dim(a, i * k, k, 1), lax.dynamic_slice_in_dim(ea, i * k, k, 1)
-            blk_b = lax.dynamic_slice_in_dim(b, i * k, k, 0), lax.dynamic_slice_in_dim(eb, i * k, k, 0)
-            return _fast_block(jnp, model, d, blk_a, blk_b), None
+            return blk_a, (lax.dynamic_slice_in_dim(b, i * k, k, 0), lax.dynamic_slice_in_dim(eb, i * k, k, 0))
 
-        d, _ = lax.scan(body, c, jnp.arange(a.shape[1] // k))
+        # Block i's operands come in the carry, sliced one step ahead: a dynamic slice fused into
+        # the block's elementwise loop keeps XLA's CPU backend from vectorising that loop (the
+        # A100 tf32 GEMM ran about 3x slower). The slice after the last block is clamped, unused.
+        def body(carry: Any, i: Any) -> tuple[Any, None]:
+            d, (blk_a, blk_b) = carry
+            return (_fast_block(jnp, model, d, blk_a, blk_b), operands(i + 1)), None
+
+        (d, _), _ = lax.scan(body, (c, operands(0)), jnp.arange(a.shape[1] // k))
         return d
 
     return jax.jit(run)
@@ -205,8 +224,29 @@ def _step(xp: Any, model: MatrixUnitModel, state: tuple[Any, ...], a: Any, b: An
     neg = neg | xp.any(prod == -xp.inf, axis=-1)
     a, b = xp.where(xp.isfinite(a), a, 0.0), xp.where(xp.isfinite(b), b, 0.0)
     c = xp.where(xp.isfinite(d), d, 0.0)
-    new = _block(xp, model, a, b, c)
+    new = _instruction(xp, model, a, b, c)
     return xp.where(xp.isfinite(d), new, d), c0, nan, pos, neg
+
+
+def _instruction(xp: Any, model: MatrixUnitModel, a: Any, b: Any, c: Any) -> Any:
+    """One instruction (terms in block order): its blocks chained through c, or with
+    ``after-rounded`` chained from zero (each rounded with ``late_rounding``), then c added once."""
+    if model.c_position != "after-rounded":
+        return _chain(xp, model, a, b, c)
+    chain = model.model_copy(update={"c_position": "alignment", "final_rounding": model.late_rounding})
+    partial = _chain(xp, chain, a, b, xp.zeros_like(c))
+    return xp.where(xp.isfinite(partial), _round_two(xp, model, partial, c), partial)
+
+
+def _chain(xp: Any, model: MatrixUnitModel, a: Any, b: Any, c: Any) -> Any:
+    """Blocks of consecutive terms, each block's result the next block's c (an infinity stays)."""
+    k = model.block_terms
+    if a.shape[-1] == k:
+        return _block(xp, model, a, b, c)
+    for start in range(0, a.shape[-1], k):
+        new = _block(xp, model, a[..., start : start + k], b[..., start : start + k], xp.where(xp.isfinite(c), c, 0.0))
+        c = xp.where(xp.isfinite(c), new, c)
+    return c
 
 
 def _block(xp: Any, model: MatrixUnitModel, a: Any, b: Any, c: Any) -> Any:
@@ -278,9 +318,6 @@ def _aligned_family(xp: Any, model: MatrixUnitModel, prod: Any, exps: Any, c: An
         exps = xp.where(nonzero, exps, _NONE)
         s, top = _aligned_sum(xp, model, prod, exps, None, None)
         none = ~xp.any(nonzero, axis=-1)
-        if model.c_position == "after-rounded":
-            partial = xp.where(none, 0.0, _round_out(xp, model, s, top - frac, "toward-zero"))
-            return xp.where(xp.isinf(partial), partial, _round_two(xp, model, partial, c))
         total, grid = _add_c(xp, model, (s, top), c, frac, exp_check=False, no_products=none)
     result = _round_out(xp, model, total, grid, model.final_rounding)
     return xp.where(~xp.any(nonzero, axis=-1) & (c == 0), 0.0, result)

@@ -137,10 +137,11 @@ class MatrixUnit:
         return matmul_vec(self.model, a2, b2, c2, backend=self.backend)
 
     def _check(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-        k = a.shape[1] if a.ndim == 2 else 0
-        if k % self.model.block_terms and not self.model.pad_k:
+        k, step = (a.shape[1] if a.ndim == 2 else 0), self.model.step_terms
+        if k % step and not self.model.pad_k:
+            whole = "blocks" if step == self.model.block_terms else "instructions"
             raise UsageError(
-                f"{self.model.label} takes K in whole blocks of {self.model.block_terms}; got K={k} "
+                f"{self.model.label} takes K in whole {whole} of {step}; got K={k} "
                 "(pad with zeros, or set pad_k=True in the model)"
             )
         fin = self.model.input_float

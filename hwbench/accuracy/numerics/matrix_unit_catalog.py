@@ -37,7 +37,8 @@ UNIT_SOURCES: dict[str, tuple[str, bool]] = {
 }
 
 # (block terms, extra alignment bits, min alignment exponent) per (input, output) of each NVIDIA
-# generation; fp16 -> fp16 rounds to nearest even, everything else toward zero.
+# generation; fp16 outputs round to nearest even, fp32 outputs toward zero. The fp8 -> fp16 rows
+# are this project's fits to the published vectors (_FITTED below), not the published files'.
 _NV: dict[str, dict[tuple[str, str], tuple[int, int, int]]] = {
     "volta": {("fp16", "fp32"): (4, 0, -1024), ("fp16", "fp16"): (4, 0, -19)},
     "ampere": {
@@ -53,6 +54,8 @@ _NV: dict[str, dict[tuple[str, str], tuple[int, int, int]]] = {
         ("tf32", "fp32"): (4, 1, -132),
         ("fp8-e5m2", "fp32"): (16, -10, -132),
         ("fp8-e4m3", "fp32"): (16, -10, -132),
+        ("fp8-e5m2", "fp16"): (16, -10, -132),
+        ("fp8-e4m3", "fp16"): (16, -10, -132),
     },
     "hopper": {
         ("fp16", "fp32"): (16, 2, -133),
@@ -61,6 +64,8 @@ _NV: dict[str, dict[tuple[str, str], tuple[int, int, int]]] = {
         ("tf32", "fp32"): (8, 2, -133),
         ("fp8-e5m2", "fp32"): (32, -10, -133),
         ("fp8-e4m3", "fp32"): (32, -10, -133),
+        ("fp8-e5m2", "fp16"): (16, 2, -21),
+        ("fp8-e4m3", "fp16"): (16, 2, -21),
     },
     "blackwell": {
         ("fp16", "fp32"): (16, 2, -133),
@@ -69,6 +74,8 @@ _NV: dict[str, dict[tuple[str, str], tuple[int, int, int]]] = {
         ("tf32", "fp32"): (8, 2, -133),
         ("fp8-e5m2", "fp32"): (32, 2, -133),
         ("fp8-e4m3", "fp32"): (32, 2, -133),
+        ("fp8-e5m2", "fp16"): (16, 2, -21),
+        ("fp8-e4m3", "fp16"): (16, 2, -21),
     },
 }
 _NV_UNITS = {
@@ -95,38 +102,85 @@ def _source(name: str) -> tuple[str, Confidence, dict[str, str]]:
 def _nvidia(name: str) -> dict[tuple[str, str], MatrixUnitModel]:
     out = {}
     src, conf, notes = _source(name)
-    for (fin, fout), (k, neab, emin) in _NV[_NV_UNITS[name]].items():
-        out[(fin, fout)] = MatrixUnitModel(
-            name=name,
-            input_format=fin,  # type: ignore[arg-type]
-            output_format=fout,  # type: ignore[arg-type]
-            block_terms=k,
-            extra_alignment_bits=neab,
-            min_alignment_exponent=emin,
-            final_rounding="nearest-even" if fout == "fp16" else "toward-zero",
-            source=src,
-            confidence=conf,
-            notes=notes,
-        )
-    if name == "b200":
-        for fin in ("fp8-e5m2", "fp8-e4m3"):
-            out[(fin, "fp32")] = out[(fin, "fp32")].model_copy(update=_B200_FP8)
+    generation = _NV_UNITS[name]
+    for (fin, fout), (k, neab, emin) in _NV[generation].items():
+        fields: dict[str, Any] = {
+            "name": name,
+            "input_format": fin,
+            "output_format": fout,
+            "block_terms": k,
+            "extra_alignment_bits": neab,
+            "min_alignment_exponent": emin,
+            "final_rounding": "nearest-even" if fout == "fp16" else "toward-zero",
+            "source": src,
+            "confidence": conf,
+            "notes": notes,
+        }
+        if fin.startswith("fp8"):
+            fields.update(_FITTED.get((generation, fout), {}))
+        out[(fin, fout)] = MatrixUnitModel(**fields)
     return out
 
 
-# B200 fp8: the published B200TC.m (c in the alignment, toward zero) misses about a third of the
-# published B200 fp8 vectors by one ulp. Every one of the 10,000 cases is reproduced when the
-# products' block sum is rounded toward zero onto fp32 and c is then added with one
-# nearest-even rounding; that structure is this project's reading of the vectors (measured).
-_B200_FP8: dict[str, Any] = {
-    "c_position": "after-rounded",
-    "final_rounding": "nearest-even",
-    "confidence": Confidence.MEASURED,
-    "notes": {
-        "validation": "bit-exact against the published real-GPU vectors",
-        "c_position": "fitted to the published B200 fp8 vectors (all 10,000 cases); "
-        "the published B200TC.m puts c in the alignment and rounds toward zero",
-        "final_rounding": "nearest-even: fitted to the same vectors",
+_FIT_SCRIPT = "scripts/fit_tensor_core_fp8.py"
+_VALIDATED = "bit-exact against the published real-GPU vectors"
+_FIT_SOURCE = (
+    f"fitted by this project ({_FIT_SCRIPT}) to the real-GPU vectors published with Khattak & Mikaitis, "
+    f"arXiv:2512.07004, {_REPO} model_validation/"
+)
+
+# Units whose parameters are this project's fits to the published real-GPU vectors (confidence
+# measured; the search that finds them: scripts/fit_tensor_core_fp8.py; the reasoning:
+# docs/matrix-units.md). Keyed by (generation, output format) of the fp8 inputs.
+_FITTED: dict[tuple[str, str], dict[str, Any]] = {
+    # B200 fp8 -> fp32: B200TC.m (c in the alignment, toward zero) misses about a third of the
+    # vectors by one ulp; all 10,000 fit when the 32 products' block sum is rounded toward zero
+    # onto fp32 and c is then added with one nearest-even rounding.
+    ("blackwell", "fp32"): {
+        "c_position": "after-rounded",
+        "final_rounding": "nearest-even",
+        "confidence": Confidence.MEASURED,
+        "notes": {
+            "validation": _VALIDATED,
+            "c_position": "fitted to the published B200 fp8 vectors (all 10,000 cases); "
+            "the published B200TC.m puts c in the alignment and rounds toward zero",
+            "final_rounding": "nearest-even: fitted to the same vectors",
+        },
+    },
+    # Ada fp8 -> fp16: the fp8 -> fp32 unit (16 terms, 13 fraction bits kept at alignment, c in
+    # the alignment) with each block rounded to nearest even onto fp16 (all 10 fraction bits).
+    ("ada", "fp16"): {
+        "source": _FIT_SOURCE,
+        "confidence": Confidence.MEASURED,
+        "notes": {
+            "validation": _VALIDATED + " (Ada; no L40S fp16-output vectors are published)",
+            "fit": f"fitted to the published Ada fp8 -> fp16 vectors (every case, {_FIT_SCRIPT}); "
+            "AdaTC.m would round fp16 outputs to 10 - 10 = 0 fraction bits",
+            "min_alignment_exponent": "-132, the fp8 unit's; not pinned by the vectors",
+        },
+    },
+    # Hopper and Blackwell fp8 -> fp16: the 32-term instruction runs as two 16-term blocks of the
+    # generation's fp16 -> fp16 unit (2 extra bits, nearest-even onto fp16), the first taking
+    # terms 0, 1, 4, 5, ... (runs of 2), chained from zero; c is then added with one nearest-even
+    # rounding. The fp8 values are exact in fp16, so this is the fp16 unit on widened operands.
+    **{
+        (generation, "fp16"): {
+            "instruction_terms": 32,
+            "interleave": 2,
+            "c_position": "after-rounded",
+            "late_rounding": "nearest-even",
+            "final_rounding": "nearest-even",
+            "source": _FIT_SOURCE,
+            "confidence": Confidence.MEASURED,
+            "notes": {
+                "validation": _VALIDATED,
+                "fit": f"fitted to the published {gpus} fp8 -> fp16 vectors (every case, {_FIT_SCRIPT}); "
+                "the published model files would round fp16 outputs to 0 fraction bits",
+                "extra_alignment_bits": "2, the fp16 -> fp16 unit's; the vectors need at least -5",
+                "min_alignment_exponent": "-21, the fp16 -> fp16 unit's; not pinned by the vectors",
+            },
+        }
+        for generation, gpus in (("hopper", "H100, H200"), ("blackwell", "B200"))
     },
 }
 

@@ -59,18 +59,28 @@ class MatrixUnitModel(BaseModel, frozen=True):
     ``extra_alignment_bits`` is the number of bits kept below the fp32 frame of the block's
     largest exponent (23 + extra fraction bits survive alignment). A negative value is the
     Hopper / Ada fp8 *product precision limit*: only 23 + extra (13 for -10) fraction bits of
-    each aligned product survive, and the published model also rounds the output to that many
-    fraction bits. ``min_alignment_exponent`` is a floor on the alignment exponent: products
+    each aligned product survive, and the result keeps at most that many fraction bits (13 of an
+    fp32 output, as the published model rounds it; all 10 of an fp16 output, as the Ada fp8 ->
+    fp16 vectors show). ``min_alignment_exponent`` is a floor on the alignment exponent: products
     smaller than ``2^min_alignment_exponent`` are cut on that exponent's grid instead (which is
     how subnormal results lose bits on silicon).
 
     ``c_position``: ``alignment`` aligns ``c`` with the products; ``after`` adds it to the
     products' (unnormalised) sum in a second two-operand addition that rounds the smaller
     operand with ``late_rounding`` after giving the products ``late_extra_bits`` more bits
-    (AMD CDNA3); ``after-rounded`` rounds the products' block sum toward zero onto the output
-    format, then adds ``c`` with one ``final_rounding`` (B200 fp8, fitted to its vectors).
-    ``odd_even_grouping`` sums even- and odd-indexed products separately and adds the two sums
-    the same way (CDNA3 fp8).
+    (AMD CDNA3); ``after-rounded`` sums an instruction's products without ``c`` (its blocks
+    chained from zero, each block's result rounded onto the output format with ``late_rounding``)
+    and then adds ``c`` with one ``final_rounding`` (B200 fp8 -> fp32, Hopper / Blackwell fp8 ->
+    fp16, fitted to their vectors). ``odd_even_grouping`` sums even- and odd-indexed products
+    separately and adds the two sums the same way (CDNA3 fp8).
+
+    ``instruction_terms`` is the products of one matrix instruction (a whole number of blocks;
+    None: one block; more than one block with ``after-rounded`` only): ``c`` joins once per
+    instruction, and ``interleave`` deals an instruction's terms to its blocks in runs of that
+    many consecutive terms, round-robin (None: each block takes consecutive terms; interleaved
+    blocks keep at least one alignment bit below the result's, which is how the probes find
+    their lanes). Hopper's and Blackwell's fp8 -> fp16 instruction of 32 terms runs as two
+    16-term blocks, the first taking terms 0, 1, 4, 5, 8, 9, ... (runs of 2), the second the rest.
 
     The other fields: ``alignment_rounding`` (``truncate``, or ``sticky``: one more bit below the
     cut, set when any bit was lost); ``final_rounding`` (``toward-zero`` / ``nearest-even``);
@@ -79,9 +89,10 @@ class MatrixUnitModel(BaseModel, frozen=True):
     alignment); ``product_overflow_limit`` (a product of ``2^(emax_out + 1)`` or more makes the
     block an infinity); ``subnormals_in`` / ``subnormals_out`` (``keep`` or ``flush`` the inputs /
     results and ``c`` below the format's smallest normal); ``fp8_variant`` (``ocp``: e4m3fn and
-    e5m2; ``fnuz``: the bias-8 / bias-16 variants); ``pad_k`` (K not a whole number of blocks is
-    padded with zero products, else refused). ``source``, ``confidence`` and ``notes`` say where
-    the values come from (``notes`` maps a field name to its own citation where it differs).
+    e5m2; ``fnuz``: the bias-8 / bias-16 variants); ``pad_k`` (K not a whole number of
+    instructions is padded with zero products, else refused). ``source``, ``confidence`` and
+    ``notes`` say where the values come from (``notes`` maps a field name to its own citation
+    where it differs).
     Carries are never lost: the aligned integers are added exactly, as in every published model.
     """
 
@@ -96,6 +107,8 @@ class MatrixUnitModel(BaseModel, frozen=True):
     c_position: Literal["alignment", "after", "after-rounded"] = "alignment"
     late_rounding: Rounding = "toward-zero"
     late_extra_bits: int = Field(default=7, ge=0, le=16)
+    instruction_terms: int | None = Field(default=None, ge=1, le=256)
+    interleave: int | None = Field(default=None, ge=1, le=128)
     c_zero_exponent: int | None = None
     odd_even_grouping: bool = False
     normalised_products: bool = False
@@ -122,11 +135,38 @@ class MatrixUnitModel(BaseModel, frozen=True):
             problems.append("odd_even_grouping applies to aligned summation only")
         if self.summation == "pairwise" and self.output_format != "fp32":
             problems.append("pairwise summation is modelled with fp32 output only")
-        if self.extra_alignment_bits < 0 and self.output_format != "fp32":
-            problems.append("negative extra_alignment_bits are modelled with fp32 output only")
+        if self.c_position == "after-rounded" and self.late_rounding not in ("toward-zero", "nearest-even"):
+            problems.append("after-rounded rounds the products' sum toward-zero or nearest-even")
+        problems += self._instruction_problems()
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _instruction_problems(self) -> list[str]:
+        n, k, run = self.step_terms, self.block_terms, self.interleave
+        problems = []
+        if n % k:
+            problems.append(f"instruction_terms ({n}) must be a whole number of blocks of {k}")
+        elif n > k and (self.summation != "aligned" or self.c_position != "after-rounded"):
+            problems.append("instructions of several blocks are modelled with aligned summation and after-rounded c")
+        if run is not None and (n // k < 2 or n % (run * (n // k))):
+            problems.append(f"interleave {run} must deal an instruction of {n} terms evenly to its {n // k} blocks")
+        if run is not None and ACCUMULATOR_FRACTION_BITS + self.extra_alignment_bits <= self.output_fraction_bits:
+            problems.append("interleaved lanes are modelled with an alignment bit below the result's")
+        return problems
+
+    @property
+    def step_terms(self) -> int:
+        """Products of one instruction: the unit K is cut into (its blocks, and where c joins)."""
+        return self.instruction_terms or self.block_terms
+
+    def term_order(self) -> list[int] | None:
+        """The order in which an instruction's blocks take its terms (block 0's first), or None
+        when each block takes consecutive terms."""
+        run, blocks = self.interleave, self.step_terms // self.block_terms
+        if run is None:
+            return None
+        return sorted(range(self.step_terms), key=lambda t: ((t // run) % blocks, t))
 
     # --- derived formats ----------------------------------------------------------------
     @property
@@ -148,7 +188,7 @@ class MatrixUnitModel(BaseModel, frozen=True):
     @property
     def output_fraction_bits(self) -> int:
         """Fraction bits the final rounding keeps (fewer than the format's under a product limit)."""
-        return self.output_float.mantissa_bits + min(0, self.extra_alignment_bits)
+        return min(self.output_float.mantissa_bits, ACCUMULATOR_FRACTION_BITS + self.extra_alignment_bits)
 
     @property
     def label(self) -> str:
