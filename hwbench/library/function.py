@@ -155,8 +155,9 @@ def audit_function(
     seed: int = 0,
     progress: Progress | None = None,
 ) -> tuple[AuditReport, dict[str, Any]]:
-    """Audit ``fn(*args)`` on each of ``devices`` (see the module docstring): the report and, as
-    the audit's data, each device's outputs in ``fn``'s tree. UsageErrors come before any run."""
+    """Audit ``fn(*args)`` on each of ``devices`` (see the module docstring): the report, and the
+    audit's in-memory data (none: :func:`run_function` gives a device's outputs). UsageErrors come
+    before any run."""
     from hwbench.core.plugins import get_registry
     from hwbench.library.progress import Progress
 
@@ -182,17 +183,17 @@ def audit_function(
             audited.append(audit_target(program, flat, base, target, criteria))
             progress.advance(f"{PROTOCOL}: {target.label}", 1.0)
     report = assemble(program, flat, base, audited, criteria, seed, time.perf_counter() - start)
-    data = {"outputs": {c.label: program.unflatten(r.outputs) for c, (r, _, _) in zip(targets, audited)}}
-    return report, data
+    return report, {}  # no traces to plot: the report holds every equation's error
 
 
-Audited = tuple["Evaluation", CandidateNodes, RunSummary]
+Audited = tuple[CandidateNodes, RunSummary]
 
 
 def audit_target(
     program: FunctionProgram, flat: Sequence[np.ndarray], base: Baselines, target: Target, criteria: Criteria
 ) -> Audited:
-    """One device: its run with every equation kept, the equations' errors, the outputs' verdict."""
+    """One device: its run with every equation kept, the equations' errors, the outputs' verdict
+    (the candidate's report and its row of the audit table)."""
     from hwbench.evaluator.compare import node_errors
 
     run, seconds = _timed(compiled_for(program, target.key, lambda: target.arith, True), flat)
@@ -226,7 +227,7 @@ def audit_target(
     )
     summary = _summary(target.label, "candidate", target.device, target.mode, target.execution, seconds, target.profile)
     summary.deviation = _deviation(candidate, judged.score, first)
-    return run, candidate, summary
+    return candidate, summary
 
 
 def first_above(node: NodeReport, fmt: str, device: str) -> str:
@@ -293,10 +294,10 @@ def assemble(
     elapsed: float,
 ) -> AuditReport:
     """The audit report: one ``jax-function`` protocol report, every device's equations in it."""
-    runs = [*_baseline_runs(base), *[s for _, _, s in audited]]
+    runs = [*_baseline_runs(base), *[s for _, s in audited]]
     verdicts = [
         CandidateVerdict(device=c.device, mode=c.mode, verdict=c.verdict, score=_score(s), reasons=c.notes)
-        for _, c, s in audited
+        for c, s in audited
     ]
     shapes = ", ".join(f"{x.dtype}{list(x.shape)}" for x in flat)
     protocol = ProtocolReport(
@@ -311,7 +312,7 @@ def assemble(
         runs=runs,
         verdicts=verdicts,
         verdict=combine([v.verdict for v in verdicts]),
-        candidates=[c for _, c, _ in audited],
+        candidates=[c for c, _ in audited],
     )
     reasons = [
         f"{protocol.name}: {v.device} [{v.mode}] {v.verdict.value} - {v.reasons[0] if v.reasons else ''}"
@@ -320,7 +321,7 @@ def assemble(
     settings = {
         "function": program.name,
         "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype)} for x in flat],
-        "devices": [f"{c.device}:{c.mode}" for _, c, _ in audited],
+        "devices": [f"{c.device}:{c.mode}" for c, _ in audited],
         **{"rtol": criteria.rtol, "atol": criteria.atol, "ulps": criteria.ulps, "seed": seed},
         "protocols": [PROTOCOL],
     }

@@ -61,6 +61,7 @@ def test_a_scan_matmul_softmax_function_audits_on_five_chips_with_source_lines()
     assert per_iteration.elements == 12 * 8  # a loop body's equation, kept at every iteration
     assert set(groq.outputs) == {"out['probs']", "out['sums']"}
     assert AuditReport.model_validate_json(audit.to_json()).protocols[0].candidates[2].device == "h100"
+    assert "jax-function solver" in audit._repr_html_()  # a notebook shows it as any audit
 
 
 def test_tolerances_decide_the_verdict() -> None:
