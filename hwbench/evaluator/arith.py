@@ -561,8 +561,8 @@ class Arith:
     def cumulative(self, op: str, x: Any, axis: int, reverse: bool = False) -> Any:
         """The running ``op`` (``add``, ``mul``, ``max``, ``min``) along ``axis``, each partial result
         the device's operation, in a stated order: a Kogge-Stone parallel prefix (round k combines
-        each element's partial with the one ``2**k`` before it; log2(n) rounds), the order of a
-        log-depth scan as XLA lowers one (assumed for a chip). Native arithmetic: the engine's own."""
+        each element's partial with the one ``2**k`` before it; log2(n) rounds), a log-depth scan as
+        parallel hardware computes one (the order is assumed). Native arithmetic: the engine's own."""
         xp = self.xp
         raw = self.lower(x)
         axis %= max(raw.ndim, 1)

@@ -2,9 +2,9 @@
 
 Each body is walked with the device's arithmetic while JAX traces it (:meth:`Walk.body`); a loop's
 carry and stacked outputs are written to the device's memory each iteration (its ``store``), as a
-time-stepped kernel's state is. The
-loops carry an iteration counter beside the user's values, so that random streams (stochastic
-rounding, error models) are keyed by the iteration, not repeated from one to the next.
+time-stepped kernel's state is. The loops carry an iteration counter beside the user's values, so
+that random streams (stochastic rounding, error models) are keyed by the iteration, not repeated
+from one to the next.
 """
 
 from __future__ import annotations

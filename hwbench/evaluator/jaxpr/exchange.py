@@ -6,9 +6,9 @@ in a jaxpr. Computed equation by equation, every connection's values are materia
 times; an engine fuses the three into one loop per pass over the connections
 (:func:`hwbench.core.ops.gather_map_scatter`, whose emulated form gives the composition's values
 bit for bit, random streams included). :func:`find` recognises the pattern in the jaxpr's
-structure, before the walk; the walk hands it to the device's ops (:func:`evaluate`) once the
-indices are known (compile-time constants: the scatter's and one gather's the same list) and the
-scattered-into operand is a compile-time zero, and otherwise evaluates the equations one by one.
+structure, before the walk; the walk hands it to the device's ops once :func:`plan` finds the
+indices known (compile-time constants: the scatter's and one gather's the same list) and the
+scattered-into operand a compile-time zero, and otherwise evaluates the equations one by one.
 Not used when every equation's output is kept (an audit's reference and candidates): the map's
 equations are then reported one by one.
 """
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from hwbench.evaluator.jaxpr.trace import is_literal
 
 ELEMENTWISE = frozenset(
     {"add", "sub", "mul", "div", "neg", "abs", "max", "min", "pow", "integer_pow", "square", "rsqrt", "logistic"}
@@ -49,15 +51,15 @@ def find(jaxpr: Any, constant: set[Any] | None = None) -> dict[int, Exchange]:
     body's constants)."""
     eqns = jaxpr.eqns
     producer = {v: j for j, e in enumerate(eqns) for v in e.outvars}
-    uses: Counter[Any] = Counter(v for e in eqns for v in e.invars if not _literal(v))
-    uses.update(v for v in jaxpr.outvars if not _literal(v))
+    uses: Counter[Any] = Counter(v for e in eqns for v in e.invars if not is_literal(v))
+    uses.update(v for v in jaxpr.outvars if not is_literal(v))
     static = _static_vars(jaxpr, constant or set())
     found = {}
     for s, eqn in enumerate(eqns):
         if eqn.primitive.name not in ("scatter-add", "scatter_add"):
             continue
         operand, index, updates = eqn.invars
-        if not all(_literal(v) or v in static for v in (operand, index)) or len(operand.aval.shape) != 1:
+        if not all(is_literal(v) or v in static for v in (operand, index)) or len(operand.aval.shape) != 1:
             continue
         exchange = _trace_back(eqns, producer, static, s, updates)
         if exchange is not None and _private(eqns, exchange, uses):
@@ -69,7 +71,7 @@ def _static_vars(jaxpr: Any, constant: set[Any]) -> set[Any]:
     """Variables known when the function is traced: constants and what is computed from them alone."""
     static = set(jaxpr.constvars) | constant
     for eqn in jaxpr.eqns:
-        if all(_literal(v) or v in static for v in eqn.invars):
+        if all(is_literal(v) or v in static for v in eqn.invars):
             static.update(eqn.outvars)
     return static
 
@@ -82,7 +84,7 @@ def _trace_back(eqns: Any, producer: dict[Any, int], static: set[Any], s: int, u
     shape = tuple(updates.aval.shape)
     while stack:
         var = stack.pop()
-        if _literal(var) or var in static:
+        if is_literal(var) or var in static:
             if tuple(var.aval.shape):
                 return None  # a constant array would have to be cut into the passes
             continue
@@ -110,7 +112,7 @@ def _private(eqns: Any, exchange: Exchange, uses: Counter[Any]) -> bool:
     """Whether the gathers' and the map's results are read by the exchange only."""
     inside: Counter[Any] = Counter()
     for j in (*exchange.body, exchange.scatter):
-        inside.update(v for v in eqns[j].invars if not _literal(v))
+        inside.update(v for v in eqns[j].invars if not is_literal(v))
     return all(uses[v] == inside[v] for j in exchange.members for v in eqns[j].outvars)
 
 
@@ -131,7 +133,3 @@ def plan(exchange: Exchange, eqns: Any, value: Callable[[Any], Any]) -> tuple[in
     if np.array_equal(a[..., 0].reshape(-1), tgt):
         return second, b[..., 0].reshape(-1), tgt
     return None
-
-
-def _literal(var: Any) -> bool:
-    return type(var).__name__ == "Literal"

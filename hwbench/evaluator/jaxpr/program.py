@@ -16,7 +16,7 @@ import numpy as np
 
 from hwbench.core.errors import UsageError
 from hwbench.evaluator.arith import Arith
-from hwbench.evaluator.jaxpr.trace import Traced, check_arguments, source_of, trace
+from hwbench.evaluator.jaxpr.trace import Traced, check_arguments, is_literal, source_of, trace
 from hwbench.evaluator.jaxpr.walk import CALLS, Walk, check_supported, eqn_name
 from hwbench.evaluator.records import Evaluation, NodeInfo
 
@@ -50,13 +50,13 @@ class FunctionProgram:
             here = (*path, i)
             name = eqn.primitive.name
             source = source_of(eqn) or outer
-            reads = tuple(None if _literal(v) else names.get(v) for v in eqn.invars)
+            reads = tuple(None if is_literal(v) else names.get(v) for v in eqn.invars)
             if name in CALLS:
                 inner = eqn.params[CALLS[name]]
                 body = inner.jaxpr if hasattr(inner, "consts") else inner
                 inner_names: dict[Any, str | None] = dict(zip(body.invars, reads))
                 self._collect(body, here, source, inner_names)
-                names |= {o: None if _literal(v) else inner_names.get(v) for o, v in zip(eqn.outvars, body.outvars)}
+                names |= {o: None if is_literal(v) else inner_names.get(v) for o, v in zip(eqn.outvars, body.outvars)}
                 continue
             check_supported(eqn, source)
             if name == "scan":  # its body's equations, reported under it (kept per iteration)
@@ -154,10 +154,6 @@ class FunctionProgram:
         import jax
 
         return jax.tree_util.tree_unflatten(self.traced.out_tree, [outputs[n] for n in self.outputs])
-
-
-def _literal(var: Any) -> bool:
-    return type(var).__name__ == "Literal"
 
 
 def _paths(tree: Any, n: int) -> list[str]:

@@ -115,3 +115,8 @@ def source_of(eqn: Any) -> str:
     if frame is None:
         return ""
     return f"{os.path.basename(frame.file_name)}:{frame.start_line} ({frame.function_name})"
+
+
+def is_literal(var: Any) -> bool:
+    """Whether a jaxpr operand is a literal (a constant written into the equation), not a variable."""
+    return type(var).__name__ == "Literal"

@@ -26,7 +26,7 @@ from hwbench.core.errors import UsageError
 from hwbench.evaluator.arith import Arith
 from hwbench.evaluator.jaxpr import exchange, indexing
 from hwbench.evaluator.jaxpr.primitives import ARITHMETIC, MOVES
-from hwbench.evaluator.jaxpr.trace import source_of
+from hwbench.evaluator.jaxpr.trace import is_literal, source_of
 
 CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr"}
 CALLS |= {"remat": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
@@ -133,7 +133,7 @@ class Walk:
         return True
 
     def _read(self, env: dict[Any, tuple[Any, bool]], var: Any) -> tuple[Any, bool]:
-        if type(var).__name__ == "Literal":
+        if is_literal(var):
             return self._const(var.val), False
         return env[var]
 
