@@ -80,17 +80,24 @@ class Target:
         return (52, "fp64") if self.arith.dtype == np.float64 else (23, "fp32")
 
 
+def refusal(registry: Registry, name: str) -> str | None:
+    """Why device ``name`` cannot run a function (no floating-point arithmetic), or None."""
+    from hwbench.plugins.devices.arithmetic import float_device_refusal
+
+    return float_device_refusal(registry, name, "a function")
+
+
 def resolve_target(registry: Registry, spec: str, mode: str | None = None, seed: int = 0) -> Target:
     """``NAME`` or ``NAME:MODE`` as a target; a device without float arithmetic is a UsageError."""
-    from hwbench.plugins.devices.arithmetic import device_arith, float_device_refusal
+    from hwbench.plugins.devices.arithmetic import device_arith
 
     if not isinstance(spec, str) or not spec:
         raise UsageError(f"a device is named by a string NAME or NAME:MODE, got {spec!r}")
     name, _, spec_mode = spec.partition(":")
     device = registry.device(name)  # unknown: a UsageError with suggestions
-    refusal = float_device_refusal(registry, name, "a function")
-    if refusal:
-        raise UsageError(refusal)
+    why = refusal(registry, name)
+    if why:
+        raise UsageError(why)
     chosen = spec_mode or mode or device.default_mode
     arith = device_arith(registry, name, chosen, seed=seed, what="a function")
     return Target(name, chosen, device.numerics(chosen), arith, seed)

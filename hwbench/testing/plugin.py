@@ -117,7 +117,7 @@ def hwbench_device(request: pytest.FixtureRequest) -> str:
     """The device (``NAME`` or ``NAME:MODE``) named by the test's parameter (see the module
     docstring); the test is skipped, with the device's reason, where it cannot run a function."""
     from hwbench.core.plugins import get_registry
-    from hwbench.plugins.devices.arithmetic import float_device_refusal
+    from hwbench.library.function import refusal
 
     spec = getattr(request, "param", None)
     if spec is None:
@@ -127,7 +127,7 @@ def hwbench_device(request: pytest.FixtureRequest) -> str:
     name = str(spec).partition(":")[0]
     registry = get_registry()
     registry.device(name)  # an unknown name: its UsageError, with the registered ones
-    why = float_device_refusal(registry, name, "a function")
+    why = refusal(registry, name)
     if why:
         pytest.skip(why)
     return str(spec)
