@@ -92,9 +92,7 @@ class NodeReport(BaseModel, defer_build=True):
     nonfinite: int = Field(0, description="non-finite elements where the reference is finite")
     max_abs_error: float
     max_rel_error: float = Field(description="max |cand - ref| / |ref| over elements with ref != 0")
-    max_ulps: float = Field(
-        description="max |cand - ref| in ulps of the reference value in the device's storage format"
-    )
+    max_ulps: float = Field(description="max |cand - ref| in ulps of the reference, in the device's storage format")
     mean_signed_rel: float = Field(description="mean (cand - ref) / |ref|: a bias (rounding toward zero shows)")
     floor_ulps: float | None = Field(None, description="the same error of the fp32 ensemble floor (None: no floor)")
     above_floor: bool = False
