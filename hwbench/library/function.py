@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from hwbench.core.plugins import Registry
     from hwbench.evaluator.arith import Arith
     from hwbench.evaluator.jaxpr.program import FunctionProgram
-    from hwbench.evaluator.records import Evaluation
+    from hwbench.evaluator.records import Evaluation, NodeInfo
     from hwbench.library.progress import Progress, ProgressChoice
 
 PROTOCOL = "jax-function"
@@ -208,9 +208,10 @@ def audit_target(
     floors = [f.tensors for f in base.floors]
     errors = node_errors(program.infos, run.tensors, base.reference.tensors, floors, mantissa_bits=bits)
     nodes = [NodeReport.model_validate(e.model_dump()) for e in errors]
+    infos = {i.name: i for i in program.infos}
     for node in nodes:
         if node.above_floor:
-            node.mechanism = _mechanism(program, flat, node, run, base.reference, target)
+            node.mechanism = _mechanism(program, flat, infos[node.name], run, base.reference, target)
     judged = judge(
         run.outputs, base.reference.outputs, [f.outputs for f in base.floors], criteria, program.output_names
     )
@@ -248,15 +249,15 @@ def first_above(node: NodeReport, fmt: str, device: str) -> str:
 def _mechanism(
     program: FunctionProgram,
     flat: Sequence[np.ndarray],
-    node: NodeReport,
+    info: NodeInfo,
     run: Evaluation,
     ref: Evaluation,
     target: Target,
 ) -> str | None:
+    """What the device's arithmetic shows at equation ``info`` (:mod:`hwbench.evaluator.mechanism`)."""
     from hwbench.evaluator.jaxpr.primitives import OP_CLASS
     from hwbench.evaluator.mechanism import mechanism
 
-    info = next(i for i in program.infos if i.name == node.name)
     outs = [o for o in info.outputs if o in run.tensors and o in ref.tensors]
     operands = program.operand_values(info.name, run.tensors, flat)
     cand, want = [run.tensors[o] for o in outs], [ref.tensors[o] for o in outs]
