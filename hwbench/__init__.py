@@ -8,6 +8,8 @@ As a library (docs/library.md)::
     hwbench.bench(device="cpu", cells=[729])     # the performance protocol
     hwbench.open_store().to_pandas(kind="audit") # the stored history as a DataFrame
     hwbench.probe("h100:fp16", compare="a100")   # a matrix unit's features, by the published probes
+    hwbench.audit(fn, x, w, devices=["groq"])    # a JAX function, equation by equation (docs/testing.md)
+    hwbench.run(fn, x, w, device="groq")         # its outputs as the device computes them
 
 The names are loaded on first use (PEP 562), so ``import hwbench`` and the CLI's start stay fast;
 ``__init__.pyi`` gives type checkers their real signatures.
@@ -30,11 +32,13 @@ _LAZY = {
     "ProbeReport": "hwbench.library.probe",
     "open_store": "hwbench.library.store",
     "ResultsStore": "hwbench.library.store",
+    "Cluster": "hwbench.core.distributed",
 }
 
 __all__ = [
     "Audit",
     "Bench",
+    "Cluster",
     "ProbeReport",
     "ResultsStore",
     "Run",

@@ -1,5 +1,6 @@
 """Types of the names ``hwbench/__init__.py`` loads lazily (PEP 562): the library API."""
 
+from hwbench.core.distributed import Cluster as Cluster
 from hwbench.library.audit import Audit as Audit
 from hwbench.library.audit import audit as audit
 from hwbench.library.bench import Bench as Bench
@@ -15,6 +16,7 @@ __version__: str
 __all__ = [
     "Audit",
     "Bench",
+    "Cluster",
     "ProbeReport",
     "ResultsStore",
     "Run",

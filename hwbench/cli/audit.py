@@ -15,6 +15,7 @@ from rich.markup import escape
 from hwbench.cli import validate
 from hwbench.cli.command import Command
 from hwbench.cli.common import parse_set
+from hwbench.cli.function_audit import function_options, with_function_route
 from hwbench.cli.model_options import model_criteria, model_inputs, model_settings, render_nodes
 from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
@@ -91,6 +92,8 @@ def _fmt(x: float | None, unit: str = "") -> str:
 @model_inputs
 @model_criteria
 @store_options
+@function_options
+@with_function_route
 def audit(
     devices: tuple[str, ...],
     kernel: str,
@@ -113,8 +116,9 @@ def audit(
 ) -> int:
     """Audit devices against the CPU reference: verdict, table, plots, JSON report.
 
-    With --model, a user's ONNX model node by node on every device (docs/models.md).
-    Exit code 0 on PASS (and WARN unless --strict), 1 on FAIL.
+    With --model, a user's ONNX model node by node on every device (docs/models.md); with
+    --function MODULE:NAME --inputs args.npz, a user's JAX function equation by equation on every
+    device (docs/testing.md). Exit code 0 on PASS (and WARN unless --strict), 1 on FAIL.
     """
     from hwbench.core.plugins import get_registry
     from hwbench.library.audit import audit as library_audit
@@ -123,23 +127,11 @@ def audit(
     validate.refuse_together(ctx, "sets", ["profile_path"], "set the parameters in the profile file instead")
     validate.refuse_together(ctx, "model", ["kernel", "dl_config"], "the model is what is audited")
     result = library_audit(  # the same call as hwbench.audit(...); the CLI records the result itself
-        devices,
-        kernel=kernel,
-        config=dl_config,
-        mode=mode,
-        overrides=parse_set(sets),
-        profile=profile_path,
-        protocols=protocols,
-        quick=quick,
-        dt_refine=dt_refine,
-        seed=seed,
-        engine=engine,
-        cache=not no_cache,
-        out=out,
-        progress=RichProgress(console=stderr, transient=as_json),
+        devices, kernel=kernel, config=dl_config, mode=mode, overrides=parse_set(sets), profile=profile_path,
+        protocols=protocols, quick=quick, dt_refine=dt_refine, seed=seed, engine=engine, cache=not no_cache,
+        out=out, progress=RichProgress(console=stderr, transient=as_json), shard=shard,
         **({"model": model, **model_settings(model_params)} if model else {}),
-        shard=shard,
-    )
+    )  # fmt: skip
     registry = get_registry()
     report = result.report
     if out:

@@ -126,6 +126,8 @@ def model_criteria(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 MODEL_OPTIONS = ("model_inputs", "shapes", "input_range", "max_memory")
+FUNCTION_TAKES = ("model_inputs", "rtol", "atol")
+"""The options a function audit (``hwbench audit --function``) takes too."""
 CRITERIA = ("rtol", "atol", "labels", "precision_map", "keep_wider", "wider")
 
 
@@ -141,13 +143,19 @@ def model_settings(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def refuse_without_model(ctx: click.Context) -> None:
-    """The model options need ``--model``."""
-    if ctx.params.get("model") is not None:
+    """The model options need ``--model`` (a function audit checks its own: ``--inputs``, the tolerances)."""
+    if ctx.params.get("model") is not None or ctx.params.get("function") is not None:
         return
     for key in (*MODEL_OPTIONS, *CRITERIA, "outputs"):
         if given(ctx, key):
             flag = next(max(p.opts, key=len) for p in ctx.command.params if p.name == key)
-            raise UsageError(f"{flag} is an option of a model: give the model with --model FILE")
+            both = "function" in ctx.params and key in FUNCTION_TAKES  # the audit command's --function
+            what, give = (
+                ("a model or a function", "--model FILE or --function MODULE:NAME")
+                if both
+                else ("a model", "the model with --model FILE")
+            )
+            raise UsageError(f"{flag} is an option of {what}: give {give}")
 
 
 # --------------------------------------------------------------------------- rendering

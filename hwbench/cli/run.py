@@ -95,26 +95,11 @@ def run(
     if model:
         return _run_model(device, mode, model, seed, repeats, out, outputs, as_json, model_params)
     outcome = run_library(
-        kernel,
-        device,
-        mode=mode,
-        engine=engine,
-        cells=cells,
-        connected=not unconnected,
-        ms=ms,
-        seed=seed,
-        overrides=parse_set(sets),
-        repeats=repeats,
-        workload=workload_file,
-        save_workload=save_workload,
-        probe_cells=probe_cells,
-        out=out,
-        energy=not no_energy,
-        energy_model=energy_model,
-        notify=lambda text: stderr.print(text, highlight=False),
-        shard=shard,
-        cluster=cluster,
-    )
+        kernel, device, mode=mode, engine=engine, cells=cells, connected=not unconnected, ms=ms, seed=seed,
+        overrides=parse_set(sets), repeats=repeats, workload=workload_file, save_workload=save_workload,
+        probe_cells=probe_cells, out=out, energy=not no_energy, energy_model=energy_model,
+        notify=lambda text: stderr.print(text, highlight=False), shard=shard, cluster=cluster,
+    )  # fmt: skip
     result = outcome.result
     if not is_leader():
         stderr.print("done; process 0 of the run writes, records and reports the result", highlight=False)

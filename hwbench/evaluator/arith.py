@@ -43,6 +43,11 @@ FUNCTIONS: dict[str, OpClass] = {
     "log": OpClass.EXP,
     "tanh": OpClass.EXP,
     "erf": OpClass.EXP,
+    "erfc": OpClass.EXP,
+    "erf_inv": OpClass.EXP,
+    "exp2": OpClass.EXP,
+    "lgamma": OpClass.EXP,
+    "digamma": OpClass.EXP,
     "sin": OpClass.EXP,
     "cos": OpClass.EXP,
     "tan": OpClass.EXP,
@@ -62,6 +67,7 @@ FUNCTIONS: dict[str, OpClass] = {
 }
 _NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh"}
 _NUMPY_NAMES |= {"atanh": "arctanh"}
+_SPECIAL = {"erfc": "erfc", "erf_inv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
 _BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv}
 _COMPARE = {
     "less": operator.lt,
@@ -89,6 +95,15 @@ def xp_function(xp: Any, name: str) -> Callable[[Any], Any]:
         import jax.scipy.special
 
         return jax.scipy.special.erf
+    special = _SPECIAL.get(name)
+    if special is not None:  # SciPy's and jax.scipy's special functions
+        if xp is np:
+            import scipy.special
+
+            return getattr(scipy.special, special)  # type: ignore[no-any-return]
+        import jax.scipy.special
+
+        return getattr(jax.scipy.special, special)  # type: ignore[no-any-return]
     return getattr(xp, _NUMPY_NAMES.get(name, name))  # type: ignore[no-any-return]
 
 
@@ -181,12 +196,14 @@ class Arith:
         product into several fusions: a softmax's ``x * c - max`` then differs from ``x * c`` by
         the product's rounding error, and its exp can overflow. A device that contracts says so
         in its profile (modelled exactly by the emulating ops); elsewhere a product is rounded
-        before it is added. Rounded products (a narrower format) are apart already."""
+        before it is added. Rounded products (a narrower format) and saturated ones (a saturating
+        profile selects after every result) are apart already."""
         if self.backend != "jax" or op not in ("mul", "div"):
             return out
         if self.emulating:
             cls = OpClass.MUL if op == "mul" else OpClass.DIV
-            if getattr(self.ops, "contracts", False) or self.ops.rules[cls].rounds:
+            saturated = getattr(getattr(self.ops, "profile", None), "special_values", "ieee") == "saturate"
+            if getattr(self.ops, "contracts", False) or self.ops.rules[cls].rounds or saturated:
                 return out
         if self._zero is None or not _is_float(self.lower(out)):
             return self.once(out)
@@ -204,7 +221,8 @@ class Arith:
             return lax.optimization_barrier(v)
         width = {4: "int32", 8: "int64", 2: "int16"}[np.dtype(v.dtype).itemsize]
         bits = lax.bitcast_convert_type(v, np.dtype(width))
-        return lax.bitcast_convert_type(bits | self._zero.astype(width), v.dtype)
+        zero = self._zero if np.dtype(self._zero.dtype) == np.dtype(width) else self._zero.astype(width)
+        return lax.bitcast_convert_type(bits | zero, v.dtype)
 
     def power(self, a: Any, b: Any) -> Any:
         """``a ** b``: an integral constant exponent is repeated multiplication (square and multiply,
@@ -561,6 +579,57 @@ class Arith:
             "elementwise": "the device's elementwise arithmetic (numerics profile)",
         }
 
+    # --- scatter-adds, running reductions, two-operand functions ---------------------------------
+    def scatter_add(self, values: Any, index: Any, size: int) -> Any:
+        """A last axis of length ``size`` with ``out[..., index[j]] += values[..., j]``: the device's
+        scatter-add (its GATHER class). A chip whose compiler lowers it to a one-hot matrix product
+        rounds the values to the matrix unit's input format and sums each target's terms in list
+        order, every partial sum rounded to the unit's accumulation format (a traced ``index``
+        cannot be ordered when traced: then the total is rounded once); elsewhere the engine's
+        scatter-add, each target's terms in list order. ``index``: 1-D integers in range."""
+        if self.emulating and _is_float(self.lower(values)):
+            return self.ops.scatter_add(self._operand(values), index, size)
+        return self.lift(self.ops.scatter_add(self.lower(values), index, size))
+
+    def cumulative(self, op: str, x: Any, axis: int, reverse: bool = False) -> Any:
+        """The running ``op`` (``add``, ``mul``, ``max``, ``min``) along ``axis``, each partial result
+        the device's operation, in a stated order: a Kogge-Stone parallel prefix (round k combines
+        each element's partial with the one ``2**k`` before it; log2(n) rounds), a log-depth scan as
+        parallel hardware computes one (the order is assumed). Native arithmetic: the engine's own."""
+        xp = self.xp
+        raw = self.lower(x)
+        axis %= max(raw.ndim, 1)
+        if not self.emulating or not _is_float(raw):
+            return self.lift(_native_cumulative(xp, op, raw, axis, reverse))
+        combine = {
+            "add": lambda p, q: self.binary("add", p, q),
+            "mul": lambda p, q: self.binary("mul", p, q),
+            "max": self.maximum,
+            "min": self.minimum,
+        }[op]
+        out = self.move(lambda v: xp.flip(v, axis), x) if reverse else x
+        n, shift = raw.shape[axis], 1
+        while shift < n:
+            head = self.move(lambda v, s=shift: _take(xp, v, 0, s, axis), out)
+            later = self.move(lambda v, s=shift: _take(xp, v, s, n, axis), out)
+            earlier = self.move(lambda v, s=shift: _take(xp, v, 0, n - s, axis), out)
+            tail = combine(earlier, later)
+            out = self.move(lambda h, t: xp.concatenate([h, t], axis=axis), head, tail)
+            shift *= 2
+        return self.move(lambda v: xp.flip(v, axis), out) if reverse else out
+
+    def atan2(self, y: Any, x: Any) -> Any:
+        """``atan2(y, x)`` with the device's elementwise arithmetic of the EXP class (a stream of its
+        own): the native function rounded as the class rounds. Assumed: where a profile gives the
+        class an input format only ``y`` is rounded onto it (no modelled device sets one)."""
+        if not self.emulating:
+            return self.xp.arctan2(y, x)
+        second = self.lower(self._operand(x))
+        elementwise = getattr(self.ops, "elementwise", None)
+        if elementwise is None:
+            return self.lift(self.xp.arctan2(self.lower(y), second))
+        return elementwise("atan2", lambda t: self.xp.arctan2(t, second), self._operand(y), OpClass.EXP)
+
     # --- internals -------------------------------------------------------------------------------
     def _operand(self, x: Any) -> Any:
         """An operand for an emulated operation: engine floats wrapped, 0-d constants as numbers
@@ -618,3 +687,16 @@ def _take(xp: Any, v: Any, start: int, stop: int, axis: int) -> Any:
     index = [slice(None)] * v.ndim
     index[axis] = slice(start, stop)
     return v[tuple(index)]
+
+
+def _native_cumulative(xp: Any, op: str, x: Any, axis: int, reverse: bool) -> Any:
+    """The engine's own running ``op`` along ``axis``."""
+    if xp is np:
+        ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
+        v = np.flip(x, axis) if reverse else x
+        out = ufunc.accumulate(v, axis=axis)
+        return np.flip(out, axis) if reverse else out
+    from jax import lax
+
+    fn = {"add": lax.cumsum, "mul": lax.cumprod, "max": lax.cummax, "min": lax.cummin}[op]
+    return fn(x, axis=axis, reverse=reverse)

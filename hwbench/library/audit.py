@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from hwbench.core import interrupts
 from hwbench.core.audit_protocol import STUDY_SEED
@@ -62,7 +62,63 @@ class Audit:
         return audit_html(self.report, self.data)
 
 
+@overload
 def audit(
+    fn: Callable[..., Any],
+    /,
+    *args: Any,
+    devices: str | Sequence[str],
+    mode: str | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    ulps: float | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    store: str | bool = False,
+    tags: Sequence[str] = (),
+    progress: ProgressChoice | Progress = "auto",
+) -> Audit: ...
+
+
+@overload
+def audit(
+    devices: str | Sequence[str] = (),
+    *,
+    kernel: str = DEFAULT_KERNEL,
+    config: str | None = None,
+    mode: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    profile: str | None = None,
+    protocols: Sequence[str] = (),
+    quick: bool = False,
+    dt_refine: bool = False,
+    seed: int = STUDY_SEED,
+    engine: str | None = None,
+    cache: bool = True,
+    out: str | Path | None = None,
+    store: str | bool = False,
+    tags: Sequence[str] = (),
+    progress: ProgressChoice | Progress = "auto",
+    shard: int | None = None,
+    model: str | Path | None = None,
+    inputs: Inputs = None,
+    **model_settings: Any,
+) -> Audit: ...
+
+
+def audit(*args: Any, **kwargs: Any) -> Audit:
+    """Audit a kernel on devices (``hwbench.audit("groq", quick=True)``), or a JAX function:
+    ``hwbench.audit(fn, *example_args, devices=["groq", "a100:tensorrt"], rtol=..., atol=..., ulps=...)``
+    (a callable first argument selects it; :func:`hwbench.library.function.audit_function_call`)."""
+    if args and callable(args[0]):
+        from hwbench.library.function import audit_function_call
+
+        report, data, written = audit_function_call(args[0], args[1:], **kwargs)
+        return Audit(report, data, written)
+    return audit_kernel(*args, **kwargs)
+
+
+def audit_kernel(
     devices: str | Sequence[str] = (),
     *,
     kernel: str = DEFAULT_KERNEL,
@@ -100,31 +156,30 @@ def audit(
     """
     from hwbench.accuracy.audit import AuditSettings
     from hwbench.core.plugins import get_registry
-    from hwbench.library.model import AUDIT_KEYWORDS, check_keywords
 
-    given = {**model_settings, **({"inputs": inputs} if inputs is not None else {})}
-    check_keywords("audit", given, (*AUDIT_KEYWORDS, "inputs"), model)
-    options: dict[str, Any] = {"config": config} if config else {}
-    if model is not None:
-        kernel, options = _model_kernel(kernel, model, inputs, model_settings)
+    kernel, options = _kernel_options(kernel, config, model, inputs, model_settings)
     registry = get_registry()
     check_shardable(registry.kernel(kernel), shard)  # an unknown kernel: a UsageError naming the registered ones
     names = (devices,) if isinstance(devices, str) else tuple(devices)  # none: the protocols say what they need
     candidates = resolve_candidates(registry, names, mode, dict(overrides or {}), profile)
-    settings = AuditSettings(
-        kernel=kernel,
-        quick=quick,
-        dt_refine=dt_refine,
-        seed=seed,
-        protocols=tuple(protocols),
-        engine=engine,
-        options=options,
-        cache=cache,
-        shards=shard,
-    )
+    settings = AuditSettings(kernel=kernel, quick=quick, dt_refine=dt_refine, seed=seed, protocols=tuple(protocols),
+                             engine=engine, options=options, cache=cache, shards=shard)  # fmt: skip
     result = audit_candidates(registry, settings, candidates, out=out, progress=make_progress(progress))
     record_if(store, result.report, tags)
     return result
+
+
+def _kernel_options(
+    kernel: str, config: str | None, model: str | Path | None, inputs: Inputs, model_settings: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """The kernel audited and its protocols' options: ``config``, or a model's (``model=``)."""
+    from hwbench.library.model import AUDIT_KEYWORDS, check_keywords
+
+    given = {**model_settings, **({"inputs": inputs} if inputs is not None else {})}
+    check_keywords("audit", given, (*AUDIT_KEYWORDS, "inputs"), model)
+    if model is not None:
+        return _model_kernel(kernel, model, inputs, model_settings)
+    return kernel, {"config": config} if config else {}
 
 
 def _model_kernel(

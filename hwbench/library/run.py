@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -70,7 +70,52 @@ def spike_lists(spikes: np.ndarray | None, sample_every: int) -> list[list[int]]
     return out
 
 
+@overload
+def run(fn: Callable[..., Any], /, *args: Any, device: str, mode: str | None = None, seed: int = 0) -> Any: ...
+
+
+@overload
 def run(
+    kernel: str = DEFAULT_KERNEL,
+    device: str = "cpu",
+    *,
+    mode: str | None = None,
+    engine: str | None = None,
+    cells: int | None = None,
+    connected: bool = True,
+    ms: float = 100.0,
+    seed: int = STUDY_SEED,
+    overrides: dict[str, Any] | None = None,
+    repeats: int = 1,
+    workload: str | Path | Workload | None = None,
+    save_workload: str | Path | None = None,
+    probe_cells: int | None = None,
+    out: str | Path | None = None,
+    energy: bool = True,
+    energy_model: bool = False,
+    store: str | bool = False,
+    notify: Notify | None = None,
+    shard: int | None = None,
+    cluster: Cluster | None = None,
+    model: str | Path | None = None,
+    **model_settings: Any,
+) -> Run: ...
+
+
+def run(*args: Any, **kwargs: Any) -> Any:
+    """Run a kernel (``hwbench.run(kernel="io-ehh", device="cpu")``: a :class:`Run`), or a JAX
+    function on a device's arithmetic: ``hwbench.run(fn, *args, device="groq")`` returns ``fn``'s
+    outputs, in its own output tree, as the device computes them (a callable first argument)."""
+    if args and callable(args[0]):
+        from hwbench.library.function import run_function
+
+        if "device" not in kwargs:
+            raise UsageError("hwbench.run(fn, *args, device=...) needs the device to compute on")
+        return run_function(args[0], args[1:], **kwargs)
+    return run_kernel(*args, **kwargs)
+
+
+def run_kernel(
     kernel: str = DEFAULT_KERNEL,
     device: str = "cpu",
     *,
@@ -106,10 +151,9 @@ def run(
     """
     if model is not None or model_settings:
         return _run_model(locals())
-    from hwbench.core.energy import EnergyMeter
     from hwbench.core.kernel import Workload
     from hwbench.core.plugins import get_registry
-    from hwbench.core.runner import build, check_shard_engine, complete_timing, measure_runs, prepare, timing_record
+    from hwbench.core.runner import check_shard_engine, prepare
 
     say = notify or (lambda _text: None)
     if out and save_workload and Path(out).resolve() == Path(save_workload).resolve():
@@ -126,15 +170,26 @@ def run(
     prep = prepare(registry, kernel=kernel, device=device, mode=mode, size=size, connected=connected, seed=seed,
                    workload=loaded, overrides=params, shards=shard)  # fmt: skip
     say(f"building {k.name} on {prep.device.name} ({prep.execution}, mode {prep.mode}) ...")
-    executor, setup_s = build(prep, engine=engine)
-    meter = EnergyMeter() if energy else None
-    runs = measure_runs(executor, prep.workload.state0, k.default_inputs(prep.workload), nsamples, repeats, meter=meter)
-    timing = timing_record(prep, executor, setup_s, runs.samples, nsamples)
-    timing = complete_timing(registry, prep, timing, runs, model=energy_model)
+    timing, runs = _timed(registry, prep, engine, nsamples, repeats, energy=energy, energy_model=energy_model)
     result = run_result(prep, timing, runs.output, probe_cells)
     _write_outputs(prep, result, out, save_workload, say)
     record_if(store, result)
     return Run(result)
+
+
+def _timed(
+    registry: Any, prep: Any, engine: str | None, nsamples: int, repeats: int, *, energy: bool, energy_model: bool
+) -> tuple[Timing, Any]:
+    """Build (setup, timed apart), the timed runs, and every metric that applies to them."""
+    from hwbench.core.energy import EnergyMeter
+    from hwbench.core.runner import build, complete_timing, measure_runs, timing_record
+
+    executor, setup_s = build(prep, engine=engine)
+    meter = EnergyMeter() if energy else None
+    inputs = prep.kernel.default_inputs(prep.workload)
+    runs = measure_runs(executor, prep.workload.state0, inputs, nsamples, repeats, meter=meter)
+    timing = timing_record(prep, executor, setup_s, runs.samples, nsamples)
+    return complete_timing(registry, prep, timing, runs, model=energy_model), runs
 
 
 def _run_model(args: dict[str, Any]) -> Run:

@@ -7,6 +7,10 @@ Fixtures:
                         module or class with ``@hookimpl`` functions) and returns the new registry;
   ``device``            parametrised over devices: every registered device, or those named by
                         ``@pytest.mark.hwbench_devices("groq", "a100")`` or ``--hwbench-devices``;
+  ``hwbench_device``    the same parametrisation as device names (``"a100:tensorrt"``: a mode may
+                        be named), for ``assert_device_close(fn, ..., device=hwbench_device)``; a
+                        device that cannot run a function (a neuromorphic chip) skips the test and
+                        says why; session-scoped, so a hypothesis ``@given`` test may take it;
   ``hwbench_cli``       ``hwbench_cli("devices", "--json")`` runs the real CLI in-process and
                         returns its exit code, stdout, stderr (and ``.json()``).
 Importing this module is cheap: nothing heavy is imported until a fixture is used.
@@ -29,32 +33,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--hwbench-devices",
         default=None,
-        help="comma-separated devices the `device` fixture runs over (default: all registered)",
+        help="comma-separated devices (NAME or NAME:MODE) the `device` and `hwbench_device` fixtures run over "
+        "(default: all registered)",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "hwbench_devices(*names): devices the `device` fixture is parametrised with")
+    config.addinivalue_line(
+        "markers", "hwbench_devices(*names): devices the `device` and `hwbench_device` fixtures are parametrised with"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "device" not in metafunc.fixturenames:
-        return
-    for mark in metafunc.definition.iter_markers("parametrize"):  # the user parametrises it: stand aside
+    for fixture in ("device", "hwbench_device"):
+        if fixture in metafunc.fixturenames and not _parametrised_by_user(metafunc, fixture):
+            names = _device_names(metafunc)
+            metafunc.parametrize(fixture, names, indirect=True, ids=names)
+
+
+def _parametrised_by_user(metafunc: pytest.Metafunc, fixture: str) -> bool:
+    """Whether the test parametrises ``fixture`` itself (the plugin then stands aside)."""
+    for mark in metafunc.definition.iter_markers("parametrize"):
         names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
-        if "device" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)):
-            return
+        if fixture in ([n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)):
+            return True
+    return False
+
+
+def _device_names(metafunc: pytest.Metafunc) -> list[str]:
+    """The marker's devices, else ``--hwbench-devices``, else every registered device."""
     marker = metafunc.definition.get_closest_marker("hwbench_devices")
     option = metafunc.config.getoption("--hwbench-devices", default=None)
     if marker is not None:
-        names = list(marker.args)
-    elif option:
-        names = [n.strip() for n in option.split(",") if n.strip()]
-    else:
-        from hwbench.core.plugins import load_registry
+        return list(marker.args)
+    if option:
+        return [n.strip() for n in option.split(",") if n.strip()]
+    from hwbench.core.plugins import load_registry
 
-        names = sorted(load_registry().devices)
-    metafunc.parametrize("device", names, indirect=True, ids=names)
+    return sorted(load_registry().devices)
 
 
 @pytest.fixture
@@ -94,6 +110,27 @@ def device(request: pytest.FixtureRequest, hwbench_registry: Any) -> Any:
             "the `device` fixture needs parameters: use @pytest.mark.hwbench_devices(...) or let it run over all"
         )
     return hwbench_registry.device(name)
+
+
+@pytest.fixture(scope="session")
+def hwbench_device(request: pytest.FixtureRequest) -> str:
+    """The device (``NAME`` or ``NAME:MODE``) named by the test's parameter (see the module
+    docstring); the test is skipped, with the device's reason, where it cannot run a function."""
+    from hwbench.core.plugins import get_registry
+    from hwbench.library.function import refusal
+
+    spec = getattr(request, "param", None)
+    if spec is None:
+        pytest.fail(
+            "the `hwbench_device` fixture needs parameters: @pytest.mark.hwbench_devices(...) or --hwbench-devices"
+        )
+    name = str(spec).partition(":")[0]
+    registry = get_registry()
+    registry.device(name)  # an unknown name: its UsageError, with the registered ones
+    why = refusal(registry, name)
+    if why:
+        pytest.skip(why)
+    return str(spec)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Hypothesis strategies for number formats, their values, numerics profiles and workloads."""
+"""Hypothesis strategies for number formats, their values, numerics profiles, workloads, and the
+arguments of a user's function (:func:`function_inputs`: values where chips break)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from hypothesis import strategies as st
 
-from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode, custom_float
+from hwbench.accuracy.numerics.formats import FloatFormat, RoundingMode, custom_float, get_format
 from hwbench.accuracy.numerics.profile import Confidence, NumericsProfile, OpNumerics
 from hwbench.core.ops import OpClass
 
@@ -90,3 +91,67 @@ def float32_bit_patterns() -> st.SearchStrategy[np.float32]:
 def _float32_from_bits(bits: int) -> np.float32:
     """The float32 whose bit pattern is ``bits`` (NaN payloads and signs kept)."""
     return np.float32(np.array(bits, dtype=np.uint32).view(np.float32))
+
+
+SPECIAL_KINDS = ("zeros", "subnormals", "large", "overflow")
+"""The special values :func:`function_inputs` mixes in: signed zeros; subnormals of fp32 and of each
+format; large magnitudes (1e4 to 3e38); values at and just beyond each format's largest finite value."""
+OVERFLOW_FORMATS = ("fp16", "bf16", "fp8-e4m3fn", "fp8-e5m2")
+
+
+def function_inputs(
+    *examples: Any,
+    scale: float | None = None,
+    special: tuple[str, ...] | bool = True,
+    formats: tuple[str, ...] = OVERFLOW_FORMATS,
+) -> st.SearchStrategy[tuple[Any, ...]]:
+    """Argument tuples for a function, shaped like ``examples``: each float array the same shape and
+    dtype, its elements uniform in ``[-scale, scale]`` (default: the example's largest magnitude, 1
+    for zeros) mixed with special values (``special``: True for every kind of
+    :data:`SPECIAL_KINDS`, False for none, or a tuple of kinds) where chips break: subnormals,
+    large magnitudes, values near the overflow of ``formats`` (fp8's 448 and 57344, fp16's 65504,
+    ...). Integer and boolean arrays (indices, masks) and Python numbers are kept as given, so
+    ``@given(args=function_inputs(x, w))`` explores the values and keeps the structure."""
+    kinds = SPECIAL_KINDS if special is True else () if special is False else tuple(special)
+    unknown = [k for k in kinds if k not in SPECIAL_KINDS]
+    if unknown:
+        raise ValueError(f"unknown special value kinds {unknown}; choose from {', '.join(SPECIAL_KINDS)}")
+    parts = [_argument(x, scale, kinds, formats) for x in examples]
+    return st.tuples(*parts)
+
+
+def _argument(
+    example: Any, scale: float | None, kinds: tuple[str, ...], formats: tuple[str, ...]
+) -> st.SearchStrategy[Any]:
+    from hypothesis.extra.numpy import arrays
+
+    if not (hasattr(example, "shape") and hasattr(example, "dtype")) or np.dtype(example.dtype).kind != "f":
+        return st.just(example)
+    arr = np.asarray(example)
+    top = float(scale) if scale is not None else float(np.max(np.abs(arr), initial=0.0)) or 1.0
+    widths: dict[int, Literal[16, 32, 64]] = {2: 16, 4: 32, 8: 64}
+    width = widths[arr.dtype.itemsize]
+    typical = st.floats(-top, top, width=width, allow_nan=False, allow_infinity=False)
+    values = _special_values(kinds, formats, arr.dtype)
+    elements = st.one_of(typical, st.sampled_from(values)) if values else typical
+    return arrays(arr.dtype, arr.shape, elements=elements)
+
+
+def _special_values(kinds: tuple[str, ...], formats: tuple[str, ...], dtype: np.dtype[Any]) -> list[float]:
+    """The special values of ``kinds``, both signs, as the argument's ``dtype`` holds them."""
+    finfo = np.finfo(dtype)
+    out: list[float] = []
+    fmts = [f for f in (get_format(name) for name in formats) if isinstance(f, FloatFormat)]
+    if "zeros" in kinds:
+        out += [0.0]
+    if "subnormals" in kinds:
+        out += [float(finfo.smallest_subnormal), float(finfo.smallest_normal) / 2]
+        out += [float(f.min_subnormal) for f in fmts] + [float(f.min_normal) * 0.75 for f in fmts]
+    if "large" in kinds:
+        out += [1e4, 1e8, 1e16, 1e30, float(finfo.max) / 2]
+    if "overflow" in kinds:
+        for f in fmts:
+            top, step = float(f.max_value), 2.0 ** -(f.mantissa_bits + 1)
+            out += [top, top * (1 + step), top * (1 + 2 * step), top * 2]
+    kept = sorted({float(np.asarray(v, dtype)) for v in out if v <= float(finfo.max)})
+    return [s * v for v in kept for s in (1.0, -1.0)]

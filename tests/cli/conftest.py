@@ -72,6 +72,41 @@ def _profiles(folder: Path, registry: host.Registry) -> None:
     (folder / "profile.yaml").write_text("name: x\n")
 
 
+USER_FUNCTIONS = """import jax.numpy as jnp
+
+CONSTANT = 3
+
+
+def model(x, w):
+    return jnp.tanh(x @ w)
+
+
+def branchy(x, w):
+    if x.sum() > 0:
+        return x
+    return w
+
+
+def spectrum(x, w):
+    return jnp.fft.fft(x).real
+"""
+
+
+def _functions(folder: Path) -> None:
+    """A user's module of JAX functions (``--function userfns:NAME``) and argument files, good and bad."""
+    (folder / "userfns.py").write_text(USER_FUNCTIONS)
+    x, w = np.ones((2, 4), np.float32), np.ones((4, 3), np.float32)
+    np.savez(folder / "fargs.npz", arg0=x, arg1=w)
+    np.savez(folder / "fargs_one.npz", arg0=x)
+    np.savez(folder / "fargs_shapes.npz", arg0=x, arg1=np.ones((5, 3), np.float32))
+    np.savez(folder / "fargs_keys.npz", x=x, w=w)
+    np.savez(folder / "fargs_strings.npz", arg0=np.array(["a", "b"]), arg1=w)
+    np.savez(folder / "fargs_empty.npz")
+    np.savez(folder / "fargs_pickle.npz", arg0=np.array([{"a": 1}], dtype=object), arg1=w)
+    with zipfile.ZipFile(folder / "fargs_huge.npz", "w") as z:  # a header claiming 10^13 float64
+        z.writestr("arg0.npy", _npy_header_only((10**13,)))
+
+
 def _stores(folder: Path) -> None:
     """Results stores beside the arena (``../arena-stores``: SQLite's -wal/-shm files come and go) and
     exports edited by hand in it: a file that is no database, a store of a newer schema, a good empty
@@ -160,6 +195,7 @@ def arena(tmp_path_factory: pytest.TempPathFactory, registry: host.Registry) -> 
     kernel = registry.kernel("io-ehh")
     _bad_workloads(folder, kernel.make_workload(64, seed=0), registry.kernel("leaky-ring").make_workload(10))
     _profiles(folder, registry)
+    _functions(folder)
     os.mkfifo(folder / "fifo")
     (folder / "dir").mkdir()
     (folder / "afile").write_text("a file, not a folder\n")

@@ -45,6 +45,12 @@ def numbers(prefix: list[str], option: str, values: dict[str, str], fragment: st
     return [Case(f"{prefix[0]}{option}={k}", [*prefix, option, v], 2, fragment) for k, v in values.items()]
 
 
+def fn_case(name: str, spec: str, inputs: str, fragment: str, extra: list[str] | None = None, code: int = 2) -> Case:
+    """``hwbench audit --function SPEC --inputs INPUTS`` (on groq unless ``extra`` says otherwise)."""
+    argv = ["audit", "--function", spec, "--inputs", inputs, *(["-d", "groq"] if extra is None else extra)]
+    return Case(f"function-{name}", argv, code, fragment)
+
+
 NOT_FINITE = {"nan": "nan", "inf": "inf", "-inf": "-inf", "1e400": "1e400", "word": "abc", "empty": ""}
 MODEL_RUN = ["run", "--model", "m.onnx", "--no-store"]  # a model's run and audit (issue 40): model.onnx is the
 MODEL_AUDIT = ["audit", "--model", "m.onnx", "-d", "h100:fp8-e4m3", "--no-store"]  # MLP of tests/data/models
@@ -241,6 +247,83 @@ CASES: list[Case] = [
     Case("audit-cannot-run", [*AUDIT, "-d", "loihi"], 4, "cannot run"),
     Case("audit-no-device", ["audit", "--quick"], 2, "give at least one --device"),
     Case("audit-bad-protocol", [*AUDIT, "-d", "groq", "--protocol", "speed"], 2, "unknown protocol speed; choose from"),
+    # ---------------------------------------------------------------- a user's JAX function
+    fn_case("no-colon", "userfns", "fargs.npz", "expected MODULE:NAME"),
+    fn_case("no-module", "nosuchmodule:f", "fargs.npz", "no module named 'nosuchmodule'"),
+    fn_case("no-attribute", "userfns:nope", "fargs.npz", "module userfns has no attribute 'nope'"),
+    fn_case("not-callable", "userfns:CONSTANT", "fargs.npz", "CONSTANT is a int, not a function"),
+    fn_case(
+        "untraceable",
+        "userfns:branchy",
+        "fargs.npz",
+        "branchy is not traceable: Python control flow on array values (userfns.py:11)",
+    ),
+    fn_case(
+        "unsupported", "userfns:spectrum", "fargs.npz", "primitive 'fft' at userfns.py:17 (spectrum) is not supported"
+    ),
+    fn_case("arity", "userfns:model", "fargs_one.npz", "model raised TypeError on the example arguments"),
+    fn_case(
+        "shapes", "userfns:model", "fargs_shapes.npz", "model raised TypeError on the example arguments (userfns.py:7)"
+    ),
+    fn_case("args-strings", "userfns:model", "fargs_strings.npz", "arg0 has dtype <U1; arguments are numeric arrays"),
+    fn_case("args-keys", "userfns:model", "fargs_keys.npz", "it must hold the positional arguments as arg0, arg1"),
+    fn_case("args-empty", "userfns:model", "fargs_empty.npz", "holds no arrays"),
+    fn_case("args-pickle", "userfns:model", "fargs_pickle.npz", "is not a readable .npz of arrays"),
+    fn_case("args-text", "userfns:model", "text.npz", "is not a readable .npz of arrays"),
+    fn_case("args-missing", "userfns:model", "nope.npz", "nope.npz: no such file"),
+    fn_case("args-dir", "userfns:model", "dir", "is a folder, not a file"),
+    fn_case("args-huge", "userfns:model", "fargs_huge.npz", "its arrays need about", code=4),
+    fn_case(
+        "neuromorphic",
+        "userfns:model",
+        "fargs.npz",
+        "has no floating-point arithmetic to run a function on",
+        ["-d", "loihi"],
+    ),
+    fn_case("no-device", "userfns:model", "fargs.npz", "give at least one --device to audit the function on", []),
+    fn_case(
+        "with-kernel",
+        "userfns:model",
+        "fargs.npz",
+        "--function cannot be combined with --kernel",
+        ["-d", "groq", "-k", "io-ehh"],
+    ),
+    fn_case(
+        "with-quick",
+        "userfns:model",
+        "fargs.npz",
+        "--function cannot be combined with --quick",
+        ["-d", "groq", "--quick"],
+    ),
+    fn_case(
+        "rtol-neg",
+        "userfns:model",
+        "fargs.npz",
+        "'--rtol': must be a finite number >= 0",
+        ["-d", "groq", "--rtol", "-1"],
+    ),
+    fn_case(
+        "atol-nan",
+        "userfns:model",
+        "fargs.npz",
+        "'--atol': must be a finite number >= 0",
+        ["-d", "groq", "--atol", "nan"],
+    ),
+    fn_case(
+        "ulps-word",
+        "userfns:model",
+        "fargs.npz",
+        "'--ulps': must be a finite number >= 0",
+        ["-d", "groq", "--ulps", "many"],
+    ),
+    Case("function-no-inputs", ["audit", "--function", "userfns:model", "-d", "groq"], 2, "--function needs --inputs"),
+    Case(
+        "function-inputs-alone",
+        [*AUDIT, "-d", "groq", "--inputs", "fargs.npz"],
+        2,
+        "--inputs is an option of a model or a function: give --model FILE or --function MODULE:NAME",
+    ),
+    Case("function-ulps-alone", [*AUDIT, "-d", "groq", "--ulps", "2"], 2, "--ulps applies to a function audit"),
     Case("probe-unknown-device", ["probe", "-d", "h10"], 2, "Did you mean 'h100'"),
     Case("probe-unknown-mode", ["probe", "-d", "h100:fp64"], 2, "unknown mode 'fp64'"),
     Case("probe-no-matrix-unit", ["probe", "-d", "loihi"], 2, "has no matrix-unit model; devices with one: a100"),

@@ -1,7 +1,8 @@
 """jaxpr primitives on a device's arithmetic: each maps onto :class:`~hwbench.evaluator.arith.Arith`.
 
-Three kinds. Arithmetic primitives (``add``, ``exp``, ``dot_general``, ``reduce_sum`` ...) are the
-device's operations. Moves (``reshape``, ``gather``, ``pad``, ``select_n`` of exact values ...)
+Three kinds. Arithmetic primitives (``add``, ``exp``, ``dot_general``, ``reduce_sum``, ``cumsum``,
+``gather``, ``scatter-add`` ...) are the device's operations, each with the order or assumption
+its :class:`Arith` method states. Moves (``reshape``, ``pad``, ``select_n`` of exact values ...)
 create no number: they are bound natively and keep what is known of the values' format. Anything
 on integers and booleans only is exact and bound natively. A float primitive in neither table is
 refused, named with the user's line.
@@ -15,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from hwbench.evaluator.arith import Arith
+from hwbench.core.ops import OpClass
+from hwbench.evaluator.arith import FUNCTIONS, Arith
+from hwbench.evaluator.jaxpr import indexing
 
 Impl = Callable[[Arith, list[Any], dict[str, Any]], list[Any]]
 
@@ -39,6 +42,11 @@ _FUNCTIONS = (
     "log1p",
     "expm1",
     "cbrt",
+    "erfc",
+    "erf_inv",
+    "exp2",
+    "lgamma",
+    "digamma",
 )
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
 
@@ -54,7 +62,6 @@ MOVES = frozenset(
         "slice",
         "dynamic_slice",
         "dynamic_update_slice",
-        "gather",
         "scatter",
         "rev",
         "copy",
@@ -74,9 +81,16 @@ MOVES = frozenset(
         "optimization_barrier",
         "real",
         "imag",
+        "tile",
+        "stack",
+        "unstack",
+        "top_k",
+        "rem",
+        "nextafter",
     }
 )
-"""Primitives that create no number (or, ``reduce_precision``, round where the user asked to)."""
+"""Primitives that create no number (or, ``reduce_precision``, round where the user asked to; ``rem``
+and ``nextafter``, whose IEEE results are exact)."""
 
 
 def _binary(op: str) -> Impl:
@@ -135,6 +149,13 @@ def _reduce(kind: str) -> Impl:
         if kind == "sum":
             return [a.sum(v[0], axes)]
         return [a.reduce_max(v[0], axes) if kind == "max" else a.reduce_min(v[0], axes)]
+
+    return impl
+
+
+def _cumulative(op: str) -> Impl:
+    def impl(a: Arith, v: list[Any], p: dict[str, Any]) -> list[Any]:
+        return [a.cumulative(op, v[0], int(p["axis"]), bool(p.get("reverse", False)))]
 
     return impl
 
@@ -219,9 +240,32 @@ ARITHMETIC: dict[str, Impl] = {
     "reduce_sum": _reduce("sum"),
     "reduce_max": _reduce("max"),
     "reduce_min": _reduce("min"),
+    "reduce_prod": lambda a, v, p: [a.prod(v[0], [int(x) for x in p["axes"]])],
+    "cumsum": _cumulative("add"),
+    "cumprod": _cumulative("mul"),
+    "cummax": _cumulative("max"),
+    "cummin": _cumulative("min"),
+    "atan2": lambda a, v, p: [a.atan2(v[0], v[1])],
+    "gather": indexing.gather,
+    "scatter-add": indexing.scatter_add,
+    "scatter_add": indexing.scatter_add,
     "dot_general": _dot_general,
     "conv_general_dilated": _conv,
 }
 """The arithmetic primitives, each on the device's arithmetic."""
 
 SUPPORTED = tuple(sorted({*ARITHMETIC, *MOVES}))
+
+_MATRIX = ("dot_general", "conv_general_dilated")
+OP_CLASS: dict[str, OpClass] = {
+    **{name: FUNCTIONS.get(name, OpClass.EXP) for name in _FUNCTIONS},
+    **dict.fromkeys(("add", "sub", "reduce_sum", "cumsum"), OpClass.ADD),
+    **dict.fromkeys(("mul", "square", "integer_pow", "reduce_prod", "cumprod"), OpClass.MUL),
+    **dict.fromkeys(("div", "rsqrt"), OpClass.DIV),
+    **dict.fromkeys(("logistic", "atan2"), OpClass.EXP),
+    "pow": OpClass.POW,
+    **dict.fromkeys(("max", "min", "clamp", "select_n", "cummax", "cummin", *_COMPARE), OpClass.COMPARE),
+    **dict.fromkeys(("gather", "scatter-add", "scatter_add"), OpClass.GATHER),
+    **dict.fromkeys(_MATRIX, OpClass.MATMUL_INPUT),
+}
+"""The op class whose arithmetic computes each primitive (what a report names as its mechanism)."""

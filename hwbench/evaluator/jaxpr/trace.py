@@ -82,6 +82,11 @@ def trace(fn: Callable[..., Any], args: Sequence[Any]) -> Traced:
         raise UsageError(
             f"{name} is not traceable: it converts a traced array to a Python or numpy value ({_user_line(exc)})"
         ) from None
+    except Exception as exc:  # the user's function failed on these arguments (arity, shapes, its own error)
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        raise UsageError(
+            f"{name} raised {type(exc).__name__} on the example arguments ({_user_line(exc)}): {text[:200]}"
+        ) from None
     _, out_tree = jax.tree_util.tree_flatten(shapes)
     return Traced(closed, in_tree, out_tree, name)
 
@@ -110,3 +115,8 @@ def source_of(eqn: Any) -> str:
     if frame is None:
         return ""
     return f"{os.path.basename(frame.file_name)}:{frame.start_line} ({frame.function_name})"
+
+
+def is_literal(var: Any) -> bool:
+    """Whether a jaxpr operand is a literal (a constant written into the equation), not a variable."""
+    return type(var).__name__ == "Literal"
