@@ -22,7 +22,7 @@ from hwbench.cli.output import print_json, print_table, stderr, stdout
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
-    from hwbench.core.audit_report import AuditReport, CandidateNodes
+    from hwbench.core.audit_report import AuditReport, CandidateNodes, CandidateVerdict
 
 TOLERANCE = validate.FiniteFloat(0.0)
 SHOWN = 8
@@ -115,19 +115,19 @@ def render(report: AuditReport) -> None:
                      _ulps(worst.get("floor_ulps_fp32")), where))  # fmt: skip
     headers = ["device", "verdict", "fp32 ulps", "floor", "first above floor"]
     print_table(f"{protocol.name}: {protocol.description}", headers, rows, narrow=True)
-    for cand in protocol.candidates:
-        _render_candidate(cand)
+    for cand, verdict in zip(protocol.candidates, protocol.verdicts):
+        _render_candidate(cand, verdict)
     color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[report.verdict.value]
     stdout.print(
         f"\n[bold {color}]Overall: {report.verdict.value}[/bold {color}]  ({report.elapsed_s:.1f} s)", highlight=False
     )
 
 
-def _render_candidate(cand: CandidateNodes) -> None:
+def _render_candidate(cand: CandidateNodes, verdict: CandidateVerdict) -> None:
     from hwbench.evaluator.jaxpr.primitives import MOVES
 
     color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[cand.verdict.value]
-    text = escape(f"{cand.device} [{cand.mode}]: " + "; ".join(cand.notes))
+    text = escape(f"{cand.device} [{cand.mode}]: " + "; ".join([*verdict.reasons, *cand.notes]))
     stdout.print(f"\n[{color}]{cand.verdict.value}[/{color}] {text}", highlight=False)
     above = [n for n in cand.nodes if n.above_floor and n.op_type not in MOVES]  # moves carry errors, make none
     for node in above[:SHOWN]:

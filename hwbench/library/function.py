@@ -7,33 +7,28 @@ fp32 computation shows) and each device mode (its :class:`~hwbench.evaluator.ari
 :func:`hwbench.plugins.devices.arithmetic.device_arith`). Every equation's output is compared with
 the reference's (:mod:`hwbench.evaluator.compare`), in ulps of the device's storage format; the
 first above its floor is named with its source line and, where known, the device's mechanism
-(:mod:`hwbench.evaluator.mechanism`). The outputs are judged by :mod:`.function_judge`.
+(:mod:`hwbench.evaluator.mechanism`). The outputs are judged by :mod:`hwbench.evaluator.judge`, and
+each device's report is built as a model's is (:mod:`hwbench.evaluator.candidate`).
 ``hwbench.audit`` wraps the result in an :class:`~hwbench.library.audit.Audit` like any other:
 one protocol report, ``jax-function``, with a verdict per device and its equations (``candidates``).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from hwbench.core.audit_report import (
-    AuditReport,
-    CandidateNodes,
-    CandidateVerdict,
-    NodeReport,
-    ProtocolReport,
-    RunSummary,
-    combine,
-)
+from hwbench.core.audit_report import AuditReport, CandidateNodes, CandidateVerdict, RunSummary
 from hwbench.core.errors import UsageError
+from hwbench.evaluator.candidate import ulp_format
+from hwbench.evaluator.judge import Criteria, judge, nudged
 from hwbench.library.function_cache import compiled_for, program_for
-from hwbench.library.function_judge import Criteria, judge, output_error
 
 if TYPE_CHECKING:
     from hwbench.accuracy.numerics.profile import NumericsProfile
@@ -67,17 +62,9 @@ class Target:
         return f"{self.device}:{self.mode}"
 
     @property
-    def execution(self) -> str:
+    def execution(self) -> Literal["real", "emulated"]:
         native = self.profile is None or self.profile.is_native()
         return "real" if native and self.device == "cpu" else "emulated"
-
-    def ulp_format(self) -> tuple[int, str]:
-        """Fraction bits and name of the format equations' errors are counted in: the storage format's."""
-        entry = self.profile.op("store") if self.profile is not None else None
-        fmt = entry.resolved_format() if entry is not None else None
-        if getattr(fmt, "kind", "") == "float":
-            return int(fmt.mantissa_bits), str(fmt.name)  # type: ignore[union-attr]
-        return (52, "fp64") if self.arith.dtype == np.float64 else (23, "fp32")
 
 
 def refusal(registry: Registry, name: str) -> str | None:
@@ -133,16 +120,11 @@ class Baselines:
     seconds: list[float]
 
 
-def nudged(flat: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The float inputs moved one ulp (of their own format) toward +inf; others unchanged."""
-    return [np.nextafter(x, np.asarray(np.inf, x.dtype)) if x.dtype.kind == "f" else x for x in flat]
-
-
 def baselines(program: FunctionProgram, flat: Sequence[np.ndarray]) -> Baselines:
     reference, seconds = _timed(compiled_for(program, "float64", lambda: native_arith("float64"), True), flat)
     fp32 = compiled_for(program, "float32", lambda: native_arith("float32"), True)
     given, s1 = _timed(fp32, flat)
-    moved, s2 = _timed(fp32, nudged(flat))
+    moved, s2 = _timed(fp32, [nudged(x) for x in flat])
     return Baselines(reference, [given, moved], [seconds, s1, s2])
 
 
@@ -193,66 +175,38 @@ def audit_function(
     return report, {}  # no traces to plot: the report holds every equation's error
 
 
-Audited = tuple[CandidateNodes, RunSummary]
+Audited = tuple[tuple[CandidateNodes, CandidateVerdict], RunSummary]
 
 
 def audit_target(
     program: FunctionProgram, flat: Sequence[np.ndarray], base: Baselines, target: Target, criteria: Criteria
 ) -> Audited:
     """One device: its run with every equation kept, the equations' errors, the outputs' verdict
-    (the candidate's report and its row of the audit table)."""
-    from hwbench.evaluator.compare import node_errors
+    (the candidate's report and verdict, and its row of the audit table)."""
+    from hwbench.evaluator.candidate import candidate_summary, judged_candidate, node_reports
 
     run, seconds = _timed(compiled_for(program, target.key, lambda: target.arith, True), flat)
-    bits, fmt = target.ulp_format()
+    ulps = ulp_format(target.profile)
     floors = [f.tensors for f in base.floors]
-    errors = node_errors(program.infos, run.tensors, base.reference.tensors, floors, mantissa_bits=bits)
-    nodes = [NodeReport.model_validate(e.model_dump()) for e in errors]
-    infos = {i.name: i for i in program.infos}
-    for node in nodes:
-        if node.above_floor:
-            node.mechanism = _mechanism(program, flat, infos[node.name], run, base.reference, target)
+    explain = functools.partial(_mechanism, program, flat, run=run, ref=base.reference, profile=target.profile)
+    nodes = node_reports(program.infos, run.tensors, base.reference.tensors, floors, explain, mantissa_bits=ulps[0])
     judged = judge(
         run.outputs, base.reference.outputs, [f.outputs for f in base.floors], criteria, program.output_names
     )
-    first = next((n for n in nodes if n.above_floor), None)
-    reasons = list(judged.reasons)
-    if first is not None:
-        reasons.append(first_above(first, fmt, target.device))
-    candidate = CandidateNodes(
-        device=target.device,
-        mode=target.mode,
-        verdict=judged.verdict,
-        engine=ENGINE,
-        execution=target.execution,  # type: ignore[arg-type]
-        arithmetic=target.arith.describe(),
-        ulp_format=f"{fmt} ({bits} fraction bits)",
-        nodes=nodes,
-        first_divergent_node=None if first is None else first.name,
-        mechanism=None if first is None else first.mechanism,
-        outputs=judged.outputs,
-        notes=reasons,
-    )
-    summary = _summary(target.label, "candidate", target.device, target.mode, target.execution, seconds, target.profile)
-    summary.deviation = _deviation(candidate, judged.score, first)
-    return candidate, summary
-
-
-def first_above(node: NodeReport, fmt: str, device: str) -> str:
-    """``solver.py:42 (step) exp: 310 ulp of fp32 on groq, first above the floor (mechanism)``."""
-    where = f"{node.source} {node.op_type}" if node.source else f"{node.name} {node.op_type}"
-    size = f"{node.max_ulps:.3g} ulp of {fmt}" + (f", {node.nonfinite} non-finite" if node.nonfinite else "")
-    why = f" ({node.mechanism})" if node.mechanism else ""
-    return f"{where}: {size} on {device}, first above the floor ({node.floor_ulps or 0:.3g} ulp){why}"
+    report, verdict = judged_candidate(target.device, target.mode, judged, nodes, engine=ENGINE,
+                                       execution=target.execution, arithmetic=target.arith.describe(),
+                                       ulps=ulps)  # fmt: skip
+    return (report, verdict), candidate_summary(report, verdict, target.profile, 0.0, seconds)
 
 
 def _mechanism(
     program: FunctionProgram,
     flat: Sequence[np.ndarray],
     info: NodeInfo,
+    *,
     run: Evaluation,
     ref: Evaluation,
-    target: Target,
+    profile: NumericsProfile | None,
 ) -> str | None:
     """What the device's arithmetic shows at equation ``info`` (:mod:`hwbench.evaluator.mechanism`)."""
     from hwbench.evaluator.jaxpr.primitives import OP_CLASS
@@ -261,35 +215,7 @@ def _mechanism(
     outs = [o for o in info.outputs if o in run.tensors and o in ref.tensors]
     operands = program.operand_values(info.name, run.tensors, flat)
     cand, want = [run.tensors[o] for o in outs], [ref.tensors[o] for o in outs]
-    return mechanism(info.op_type, OP_CLASS.get(info.op_type), target.profile, cand, want, operands)
-
-
-def _deviation(candidate: CandidateNodes, score: float, first: NodeReport | None) -> dict[str, Any]:
-    """The candidate's row of the audit table: its worst output and its first equation above the floor."""
-    outs = list(candidate.outputs.values())
-    worst = max(outs, key=lambda o: o["max_ulps_fp32"]) if outs else {}
-    return {
-        "max_rel": worst.get("max_rel_error"),
-        "max_ulps_fp32": worst.get("max_ulps_fp32"),
-        "floor_ulps_fp32": worst.get("floor_ulps_fp32"),
-        "score": score,
-        "first_divergent_node": "-" if first is None else f"{first.source or first.name} {first.op_type}",
-        "matmul": candidate.arithmetic.get("matmul"),
-    }
-
-
-def _summary(label: str, role: Any, device: str, mode: str, execution: str, seconds: float, profile: Any) -> RunSummary:
-    return RunSummary(
-        label=label,
-        role=role,
-        device=device,
-        mode=mode,
-        execution=execution,  # type: ignore[arg-type]
-        engine=ENGINE,
-        profile=None if profile is None else profile.name,
-        setup_s=0.0,
-        run_s=seconds,
-    )
+    return mechanism(info.op_type, OP_CLASS.get(info.op_type), profile, cand, want, operands)
 
 
 def assemble(
@@ -302,64 +228,33 @@ def assemble(
     elapsed: float,
 ) -> AuditReport:
     """The audit report: one ``jax-function`` protocol report, every device's equations in it."""
-    runs = [*_baseline_runs(base), *[s for _, s in audited]]
-    verdicts = [
-        CandidateVerdict(device=c.device, mode=c.mode, verdict=c.verdict, score=_score(s), reasons=c.notes)
-        for c, s in audited
-    ]
+    from hwbench.evaluator.candidate import baseline_summaries, protocol_report
+    from hwbench.evaluator.judge import output_floor
+
+    runs = [*baseline_summaries([(ENGINE, 0.0, s) for s in base.seconds]), *[s for _, s in audited]]
     shapes = ", ".join(f"{x.dtype}{list(x.shape)}" for x in flat)
-    protocol = ProtocolReport(
-        name=f"{PROTOCOL} {program.name}",
-        protocol=PROTOCOL,
-        description=f"{program.name}({shapes}): {program.equations} equations, each against the float64 reference "
-        "(run times include tracing and compiling)",
-        probe_unit="",
-        sample_ms=0.0,
-        regime="equation-by-equation",
-        floor={"max_ulps_fp32": _floor(base)},
-        runs=runs,
-        verdicts=verdicts,
-        verdict=combine([v.verdict for v in verdicts]),
-        candidates=[c for c, _ in audited],
+    description = (
+        f"{program.name}({shapes}): {program.equations} equations, each against the float64 reference "
+        "(run times include tracing and compiling)"
     )
+    floor = output_floor(base.reference.outputs, [f.outputs for f in base.floors])
+    judged = [j for j, _ in audited]
+    protocol = protocol_report(PROTOCOL, f"{PROTOCOL} {program.name}", description, "equation-by-equation", floor,
+                               runs, judged)  # fmt: skip
     reasons = [
         f"{protocol.name}: {v.device} [{v.mode}] {v.verdict.value} - {v.reasons[0] if v.reasons else ''}"
-        for v in verdicts
+        for v in protocol.verdicts
     ]
     settings = {
         "function": program.name,
         "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype)} for x in flat],
-        "devices": [f"{c.device}:{c.mode}" for c, _ in audited],
+        "devices": [f"{c.device}:{c.mode}" for c, _ in judged],
         **{"rtol": criteria.rtol, "atol": criteria.atol, "ulps": criteria.ulps, "seed": seed},
         "protocols": [PROTOCOL],
     }
     return AuditReport(
         settings=settings, protocols=[protocol], verdict=protocol.verdict, reasons=reasons, elapsed_s=elapsed
     )
-
-
-def _baseline_runs(base: Baselines) -> list[RunSummary]:
-    return [
-        _summary("float64 reference", "gold", "cpu", "fp64", "real", base.seconds[0], None),
-        _summary("cpu fp32", "reference", "cpu", "fp32", "real", base.seconds[1], None),
-        _summary("cpu fp32, inputs +1 ulp", "ensemble", "cpu", "fp32", "real", base.seconds[2], None),
-    ]
-
-
-def _floor(base: Baselines) -> float:
-    """The fp32 floor of the outputs: the largest error (fp32 ulps) of the two native fp32 runs."""
-    ref = base.reference.outputs
-    errors = [
-        output_error(f.outputs[k], v)["max_ulps_fp32"]
-        for f in base.floors
-        for k, v in ref.items()
-        if v.dtype.kind == "f"
-    ]
-    return max(errors, default=0.0)
-
-
-def _score(summary: RunSummary) -> float:
-    return float((summary.deviation or {}).get("score", 0.0))
 
 
 def audit_function_call(

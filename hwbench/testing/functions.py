@@ -22,8 +22,8 @@ from hwbench.core.errors import UsageError
 if TYPE_CHECKING:
     from hwbench.core.audit_report import CandidateNodes
     from hwbench.evaluator.jaxpr.program import FunctionProgram
+    from hwbench.evaluator.judge import Criteria
     from hwbench.library.function import Target
-    from hwbench.library.function_judge import Criteria
 
 
 def assert_device_close(
@@ -41,12 +41,12 @@ def assert_device_close(
     outputs in ``fn``'s tree. A device that cannot run functions, an untraceable function or
     arguments that are not arrays raise :class:`hwbench.core.errors.UsageError`."""
     from hwbench.core.plugins import get_registry
+    from hwbench.evaluator.judge import Criteria, beyond
     from hwbench.library.function import native_arith, resolve_target
     from hwbench.library.function_cache import compiled_for, program_for
-    from hwbench.library.function_judge import Criteria, beyond
 
     criteria = Criteria(rtol, atol, ulps)
-    if not criteria.given:
+    if not criteria.tolerances:
         raise UsageError("assert_device_close needs a tolerance: rtol, atol or ulps")
     program = program_for(fn, args)
     flat = program.flat_inputs(args)

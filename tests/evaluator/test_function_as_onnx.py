@@ -156,3 +156,41 @@ def test_function_and_its_onnx_export_give_the_same_errors(fn, steps: int, devic
         assert via_jaxpr == via_onnx, (device, tensor)
         worst = max(worst, via_onnx.max_ulps if via_onnx else 0.0)
     assert worst > 8  # the device's arithmetic shows: these are errors, not equal zeros
+
+
+def test_a_function_and_its_onnx_export_audit_to_the_same_report(tmp_path) -> None:
+    """The public routes, ``hwbench.audit(fn, ...)`` and ``hwbench.audit(model=...)``, judge with one
+    evaluator: the same report fields in the same places, the same output errors (the same output
+    bits on the same backend, against float64 references equal to about 1e-16), the same mechanism at
+    the first matrix product, and the first node above the floor named among the verdict's reasons."""
+    import json
+
+    import hwbench
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 1, (1, B, N)).astype(np.float32)
+    h0 = rng.normal(0, 0.5, (B, N)).astype(np.float32)
+    w = rng.normal(0, 0.4, (N, N)).astype(np.float32)
+    proto = _model(w, 1)
+    proto.opset_import[0].version, proto.ir_version = 18, 8  # its ReduceMax takes axes as an input: opset 18
+    onnx.save(proto, str(tmp_path / "step.onnx"))
+    by_fn = hwbench.audit(lambda x, h0: one_step(x, h0, w), x, h0, devices="groq", rtol=0.5, progress="none")
+    by_model = hwbench.audit(model=tmp_path / "step.onnx", devices=["groq"], inputs={"x": x, "h0": h0}, rtol=0.5,
+                             backend="jax", progress="none")  # fmt: skip
+    fn_doc, model_doc = (json.loads(a.to_json())["protocols"][0] for a in (by_fn, by_model))
+    f, m = fn_doc["candidates"][0], model_doc["candidates"][0]
+    assert set(f) == set(m) and set(f["nodes"][0]) == set(m["nodes"][0])
+    assert set(fn_doc["verdicts"][0]) == set(model_doc["verdicts"][0])
+    assert set(fn_doc["runs"][-1]["deviation"]) == set(model_doc["runs"][-1]["deviation"])
+    assert [r["label"] for r in fn_doc["runs"]] == [r["label"] for r in model_doc["runs"]]
+    assert f["verdict"] == m["verdict"] == "PASS"
+    for fo, mo in zip(f["outputs"].values(), m["outputs"].values()):  # out0, out1 and y, sums
+        errors = [fo["max_rel_error"], fo["max_ulps_fp32"], *fo["worst"]]  # float64 references: numpy's, XLA's
+        assert errors == pytest.approx([mo["max_rel_error"], mo["max_ulps_fp32"], *mo["worst"]], rel=1e-9)
+        assert fo["worst_index"] == mo["worst_index"]
+    assert next(n for n in m["nodes"] if n["name"] == m["first_divergent_node"])["op_type"] == "MatMul"
+    mechanism = "matrix-unit inputs rounded to fp16 (10 fraction bits)"
+    assert f["mechanism"] == m["mechanism"] == mechanism
+    for doc in (fn_doc, model_doc):
+        last = doc["verdicts"][0]["reasons"][-1]
+        assert " on groq, first above the floor (" in last and last.endswith(f"ulp) ({mechanism})")

@@ -1,6 +1,6 @@
 """The parts of a model audit that need no device: the real-GPU route's choice from the provider
-list, inputs read and generated from a graph, the verdict rules, the precision map's search, the
-memory estimate's units."""
+list, inputs read and generated from a graph, the precision map's search, the memory estimate's
+units (the verdict rules and mechanisms, shared with function audits: tests/evaluator/test_judge.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from hypothesis import strategies as st
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from hwbench.core.audit_report import Verdict  # noqa: E402
 from hwbench.core.errors import UsageError  # noqa: E402
 from hwbench.evaluator.onnx.graph import OnnxGraph  # noqa: E402
 from hwbench.plugins.kernels.model.gpu import CUDA, TRT, gpu_plan  # noqa: E402
 from hwbench.plugins.kernels.model.inputs import InputOptions, check_feeds, make_feeds  # noqa: E402
-from hwbench.plugins.kernels.model.judge import Criteria, judge, mechanism  # noqa: E402
 from hwbench.plugins.kernels.model.memory import parse_memory  # noqa: E402
 from hwbench.plugins.kernels.model.precision_map import search  # noqa: E402
 
@@ -122,44 +120,6 @@ def test_a_symbolic_dimension_has_one_size_across_inputs() -> None:
     g = _graph(["batch", 3], extra=True)
     with pytest.raises(UsageError, match="'batch' is 2 in input 'x' but 5 in input 'm'"):
         check_feeds(g, {"x": np.zeros((2, 3), np.float32), "m": np.zeros(5, np.int64)}, "the inputs")
-
-
-# --------------------------------------------------------------------------- verdicts
-REF = {"y": np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])}
-
-
-def test_verdicts_follow_their_rules_in_order() -> None:
-    floor = [{"y": REF["y"].astype(np.float32)}]
-    same = judge({"y": REF["y"].astype(np.float32)}, REF, floor, Criteria())
-    assert same.verdict is Verdict.PASS
-    off = {"y": REF["y"] * (1 + 1e-4)}
-    assert judge(off, REF, floor, Criteria()).verdict is Verdict.WARN  # above the floor, no tolerance given
-    assert judge(off, REF, floor, Criteria(rtol=1e-3)).verdict is Verdict.PASS  # within the user's tolerance
-    failed = judge(off, REF, floor, Criteria(rtol=1e-5))
-    assert failed.verdict is Verdict.FAIL and "beyond atol 0 + rtol 1e-05" in failed.reasons[0]
-    swapped = {"y": np.array([[1.0, 3.0, 2.0], [3.0, 2.0, 1.0]])}
-    top = judge(swapped, REF, floor, Criteria(labels=np.array([2, 1])))
-    assert top.verdict is Verdict.FAIL and "top-1 agrees with the reference on 1 of 2 rows" in top.reasons[0]
-    assert top.outputs["y"]["accuracy"] == 0.0 and top.outputs["y"]["reference_accuracy"] == 0.5
-    nan = judge({"y": np.full((2, 3), np.nan)}, REF, floor, Criteria())
-    assert nan.verdict is Verdict.FAIL and "non-finite" in nan.reasons[0]
-
-
-def test_mechanisms_are_named_from_the_values() -> None:
-    from hwbench.accuracy.numerics.formats import float_format
-
-    fp16 = float_format("fp16")
-    saturated = mechanism("Add", [], [np.array([65504.0, 1.0])], [np.array([7e4, 1.0])], {"store": fp16})
-    assert saturated is not None and saturated.startswith("saturated: 1 values")
-    flushed = mechanism("Mul", [], [np.array([0.0, 1.0])], [np.array([1e-6, 1.0])], {"store": fp16})
-    assert flushed is not None and flushed.startswith("flushed subnormals")
-    e4m3 = float_format("fp8-e4m3fn")
-    over = mechanism("MatMul", [np.array([[500.0]]), np.array([[1.0]])], [np.array([np.nan])], [np.array([500.0])],
-                     {"matmul_input": e4m3})  # fmt: skip
-    assert over is not None and over.startswith("fp8 overflow: 1 operand values beyond")
-    x = 1000.0 + np.array([[0.01, -0.01, 0.02, -0.02]])
-    cancel = mechanism("LayerNormalization", [x], [np.zeros(4)], [np.zeros(4)], {})
-    assert cancel is not None and "cancellation in the LayerNorm variance" in cancel
 
 
 # --------------------------------------------------------------------------- the precision map's search

@@ -56,7 +56,7 @@ def test_a_scan_matmul_softmax_function_audits_on_five_chips_with_source_lines()
     assert (first.op_type, first.source) == ("dot_general", product)
     assert groq.mechanism == "matrix-unit inputs rounded to fp16 (10 fraction bits)"
     sentence = f"{product} dot_general: {first.max_ulps:.3g} ulp of fp32 on groq, first above the floor"
-    assert any(r.startswith(sentence) for r in groq.notes)
+    assert any(r.startswith(sentence) for r in protocol.verdicts[0].reasons)  # the verdict says where it grows
     per_iteration = next(n for n in groq.nodes if n.op_type == "tanh")
     assert per_iteration.elements == 12 * 8  # a loop body's equation, kept at every iteration
     assert set(groq.outputs) == {"out['probs']", "out['sums']"}

@@ -12,12 +12,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from hwbench.core.audit_protocol import AuditContext, AuditProtocol, Candidate, Compared, ProtocolInfo
-from hwbench.core.audit_report import CandidateNodes, CandidateVerdict, ProtocolReport, RunSummary, combine
+from hwbench.core.audit_report import CandidateNodes, CandidateVerdict, ProtocolReport, RunSummary
 from hwbench.core.errors import UnavailableError, UsageError
 from hwbench.core.kernel import Kernel
+from hwbench.evaluator.candidate import baseline_summaries, candidate_summary, protocol_report
+from hwbench.evaluator.judge import output_floor
 from hwbench.plugins.kernels.model import candidate as cand
 from hwbench.plugins.kernels.model.baselines import Baselines, baselines
 from hwbench.plugins.kernels.model.inputs import feeds_digest, make_feeds
@@ -115,17 +115,14 @@ class ModelProtocol(AuditProtocol):
         parts: list[Any] = [base_part, *[partial(run_part, t) for t in prep.targets]]
         done: list[Any] = concurrently(ctx.settings.threads, parts, ctx.slots)
         base: Baselines = done[0]
-        runs = [_summary("float64 reference", "gold", "cpu", "fp64", base.reference, None),
-                _summary("cpu fp32", "reference", "cpu", "fp32", base.cpu, None),
-                _summary("cpu fp32, inputs +1 ulp", "ensemble", "cpu", "fp32", base.floor, None)]  # fmt: skip
-        verdicts, candidates = [], []
+        runs = baseline_summaries([(r.engine, r.setup_s, r.run_s) for r in (base.reference, base.cpu, base.floor)])
+        judged = []
         for target, run in zip(prep.targets, done[1:]):
-            summary, verdict, nodes = _audit_one(prep, base, target, run or cand.baseline_run(base, target))
+            summary, candidate = _audit_one(prep, base, target, run or cand.baseline_run(base, target))
             ctx.tick(f"{PROTOCOL}: {target.device}:{target.mode}", 1.0, 1.0)
             runs.append(summary)
-            verdicts.append(verdict)
-            candidates.append(nodes)
-        return [_report(prep, base, runs, verdicts, candidates)]
+            judged.append(candidate)
+        return [_report(prep, base, runs, judged)]
 
 
 def _target(ctx: AuditContext, c: Candidate, settings: ModelSettings, model: ModelFile) -> cand.Target:
@@ -187,74 +184,27 @@ def _check_nodes(model: ModelFile, names: tuple[str, ...]) -> None:
 
 def _audit_one(
     prep: cand.Prepared, base: Baselines, target: cand.Target, run: ModelRun
-) -> tuple[RunSummary, CandidateVerdict, CandidateNodes]:
+) -> tuple[RunSummary, tuple[CandidateNodes, CandidateVerdict]]:
     """A candidate's run judged: its nodes, its verdict, the real run beside it, its precision map."""
     from hwbench.plugins.kernels.model.mapping import precision_map
 
     s = prep.settings
-    nodes = cand.node_reports(prep.model, prep.feeds, run, base, target)
+    nodes = cand.nodes_of(prep.model, prep.feeds, run, base, target)
     judged = cand.judge_run(run, base, s)
-    report = cand.assemble(target, run, nodes, judged)
+    report, verdict = cand.assemble(target, run, nodes, judged)
     report.real_run = cand.real_run(prep.model, prep.feeds, base, target, run)
     if s.precision_map and judged.verdict.value != "PASS":
         report.precision_map = precision_map(prep, base, target, run)
-    summary = _summary(target.label, "candidate", target.device, target.mode, run, target.profile)
-    summary.deviation = _deviation(report)
-    verdict = CandidateVerdict(device=target.device, mode=target.mode, verdict=judged.verdict, score=judged.score,
-                               reasons=judged.reasons)  # fmt: skip
-    return summary, verdict, report
+    return candidate_summary(report, verdict, target.profile, run.setup_s, run.run_s), (report, verdict)
 
 
-def _deviation(report: CandidateNodes) -> dict[str, Any]:
-    """The candidate's row of the audit table (worst output) and its matrix products' method."""
-    outs = list(report.outputs.values())
-    worst = max(outs, key=lambda o: o["max_ulps_fp32"]) if outs else {}
-    return {
-        "max_rel": worst.get("max_rel_error"),
-        "max_ulps_fp32": worst.get("max_ulps_fp32"),
-        "floor_ulps_fp32": worst.get("floor_ulps_fp32"),
-        "top1_agreement": worst.get("top1_agreement"),
-        "first_divergent_node": report.first_divergent_node or "-",
-        "matmul": report.arithmetic.get("matmul"),
-    }
-
-
-def _summary(label: str, role: Any, device: str, mode: str, run: ModelRun, profile: Any) -> RunSummary:
-    return RunSummary(
-        label=label,
-        role=role,
-        device=device,
-        mode=mode,
-        execution=run.execution,
-        engine=run.engine,
-        profile=None if profile is None else profile.name,
-        setup_s=run.setup_s,
-        run_s=run.run_s,
-    )
-
-
-def _report(
-    prep: cand.Prepared, base: Baselines, runs: list[RunSummary], verdicts: list[CandidateVerdict],
-    candidates: list[CandidateNodes],
-) -> ProtocolReport:  # fmt: skip
-    from hwbench.plugins.kernels.model.judge import output_error
-
-    floats = {k: v for k, v in base.reference.outputs.items() if np.asarray(v).dtype.kind == "f"}
-    floor = max((output_error(f[k], v)["max_ulps_fp32"] for f in base.floor_outputs() for k, v in floats.items()),
-                default=0.0)  # fmt: skip
+def _report(prep: cand.Prepared, base: Baselines, runs: list[RunSummary],
+            judged: list[tuple[CandidateNodes, CandidateVerdict]]) -> ProtocolReport:  # fmt: skip
     shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in prep.feeds.items())
     note = f"; {base.cpu.note}" if base.cpu.note else ""
-    return ProtocolReport(
-        name=f"{PROTOCOL} {prep.model.name}",
-        protocol=PROTOCOL,
-        description=f"{prep.model.name} (sha256 {prep.model.sha256[:12]}), inputs {shapes} "
-        f"{prep.settings.inputs.describe()}; every node vs the float64 reference{note}",
-        probe_unit="",
-        sample_ms=0.0,
-        regime="node-by-node",
-        floor={"max_ulps_fp32": floor},
-        runs=runs,
-        verdicts=verdicts,
-        verdict=combine([v.verdict for v in verdicts]),
-        candidates=candidates,
+    description = (
+        f"{prep.model.name} (sha256 {prep.model.sha256[:12]}), inputs {shapes} {prep.settings.inputs.describe()}; "
+        f"every node vs the float64 reference{note}"
     )
+    floor = output_floor(base.reference.outputs, base.floor_outputs())
+    return protocol_report(PROTOCOL, f"{PROTOCOL} {prep.model.name}", description, "node-by-node", floor, runs, judged)

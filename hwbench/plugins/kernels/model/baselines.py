@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwbench.plugins.kernels.model.runs import ModelRun, OrtUnavailable, evaluator_run, nudged, ort_run
+from hwbench.evaluator.judge import nudged
+from hwbench.plugins.kernels.model.runs import ModelRun, OrtUnavailable, evaluator_run, ort_run
 from hwbench.plugins.kernels.model.source import ModelFile
 
 
@@ -67,13 +68,14 @@ def baselines(model: ModelFile, feeds: Mapping[str, np.ndarray], backend: str = 
     """Reference, CPU fp32 run and floor (ONNX Runtime where it runs the graph, else the evaluator)."""
     reference = reference_run(model, feeds)
     marks = [name for name, v in reference.tensors.items() if np.asarray(v).dtype.kind == "f"]
+    moved = {name: nudged(value) for name, value in feeds.items()}
     try:
         cpu = cpu_fp32(model, feeds, marks)
-        floor = ort_run(model.proto, nudged(feeds), mark=marks)
+        floor = ort_run(model.proto, moved, mark=marks)
         return Baselines(reference, cpu, floor)
     except OrtUnavailable as exc:
         why = str(exc)
     cpu = evaluator_fp32(model, feeds, backend)
-    floor = evaluator_fp32(model, nudged(feeds), backend)
+    floor = evaluator_fp32(model, moved, backend)
     cpu.note = floor.note = f"ONNX Runtime cannot run this graph ({why}); the evaluator's fp32 path ran instead"
     return Baselines(reference, cpu, floor, why)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hwbench.core.audit_report import CandidateNodes, NodeReport
-from hwbench.evaluator.compare import node_errors
+from hwbench.core.audit_report import CandidateNodes, CandidateVerdict, NodeReport
+from hwbench.evaluator.candidate import judged_candidate, node_reports, ulp_format
+from hwbench.evaluator.judge import Judgement, judge, output_error
 from hwbench.plugins.kernels.model.baselines import Baselines
-from hwbench.plugins.kernels.model.judge import Judgement, judge, mechanism, output_error
 from hwbench.plugins.kernels.model.runs import ModelRun, OrtUnavailable, evaluator_run
 from hwbench.plugins.kernels.model.settings import ModelSettings
 from hwbench.plugins.kernels.model.source import ModelFile
@@ -26,6 +26,7 @@ from hwbench.plugins.kernels.model.source import ModelFile
 if TYPE_CHECKING:
     from hwbench.accuracy.numerics.profile import NumericsProfile
     from hwbench.evaluator.arith import Arith
+    from hwbench.evaluator.records import NodeInfo
     from hwbench.plugins.kernels.model.groq_route import GroqProgram
 
 
@@ -58,26 +59,6 @@ class Target:
     def native_cpu(self) -> bool:
         """The CPU in its own arithmetic: its run is a baseline (ONNX Runtime fp32, or the reference)."""
         return self.device == "cpu" and (self.profile is None or self.profile.is_native())
-
-    def formats(self) -> dict[str, Any]:
-        """The storage and matrix-input formats (format objects), where the profile has them."""
-        out: dict[str, Any] = {}
-        if self.profile is None:
-            return out
-        for key in ("store", "matmul_input"):
-            entry = self.profile.op(key)
-            if entry is not None:
-                fmt = entry.resolved_format()
-                out[key] = fmt if getattr(fmt, "kind", "") == "float" else None
-        return out
-
-    def ulp_bits(self) -> tuple[int, str]:
-        """Mantissa bits (and name) of the format nodes' errors are counted in: the storage format's."""
-        store = self.formats().get("store")
-        if store is not None:
-            return int(store.mantissa_bits), str(store.name)
-        carrier = self.profile.carrier if self.profile is not None else "float32"
-        return (52, "fp64") if carrier == "float64" else (23, "fp32")
 
 
 @dataclass
@@ -124,26 +105,27 @@ def _groq_outputs(run: ModelRun, program: GroqProgram, feeds: Mapping[str, np.nd
     return prog
 
 
-def node_reports(model: ModelFile, feeds: Mapping[str, np.ndarray], run: ModelRun, base: Baselines,
-                 target: Target) -> list[NodeReport]:  # fmt: skip
+def nodes_of(model: ModelFile, feeds: Mapping[str, np.ndarray], run: ModelRun, base: Baselines,
+             target: Target) -> list[NodeReport]:  # fmt: skip
     """Every node's error against the reference and the ensemble floor; mechanisms where shown."""
-    bits, _ = target.ulp_bits()
+    from hwbench.evaluator.mechanism import mechanism
+    from hwbench.evaluator.onnx.op_class import NORMALISATIONS, OP_CLASS
+
     graph = model.graph
-    errors = node_errors(graph.infos, run.tensors, base.reference.tensors, base.floors(), mantissa_bits=bits)
     index = {info.name: i for i, info in enumerate(graph.infos)}
-    formats = target.formats()
     known = {**graph.constants, **feeds, **run.tensors}
-    out = []
-    for e in errors:
-        report = NodeReport.model_validate(e.model_dump())
-        if e.above_floor:
-            node = graph.nodes[index[e.name]]
-            inputs = [known.get(i) for i in node.input]
-            outs = [o for o in node.output if o in run.tensors and o in base.reference.tensors]
-            report.mechanism = mechanism(node.op_type, inputs, [run.tensors[o] for o in outs],
-                                         [base.reference.tensors[o] for o in outs], formats)  # fmt: skip
-        out.append(report)
-    return out
+    ref = base.reference.tensors
+
+    def explain(info: NodeInfo) -> str | None:
+        node = graph.nodes[index[info.name]]
+        inputs = [known.get(i) for i in node.input]
+        outs = [o for o in node.output if o in run.tensors and o in ref]
+        normalized = inputs[0] if node.op_type in NORMALISATIONS and inputs else None
+        return mechanism(node.op_type, OP_CLASS.get(node.op_type), target.profile, [run.tensors[o] for o in outs],
+                         [ref[o] for o in outs], inputs[:2], normalized=normalized)  # fmt: skip
+
+    bits, _ = ulp_format(target.profile)
+    return node_reports(graph.infos, run.tensors, ref, base.floors(), explain, mantissa_bits=bits)
 
 
 def real_run(model: ModelFile, feeds: Mapping[str, np.ndarray], base: Baselines, target: Target,
@@ -170,24 +152,12 @@ def real_run(model: ModelFile, feeds: Mapping[str, np.ndarray], base: Baselines,
     }
 
 
-def assemble(target: Target, run: ModelRun, nodes: list[NodeReport], judged: Judgement) -> CandidateNodes:
-    first = next((n for n in nodes if n.above_floor), None)
-    bits, fmt = target.ulp_bits()
-    notes = [run.note] if run.note else []
-    return CandidateNodes(
-        device=target.device,
-        mode=target.mode,
-        verdict=judged.verdict,
-        engine=run.engine,
-        execution=run.execution,
-        arithmetic=run.arithmetic,
-        ulp_format=f"{fmt} ({bits} fraction bits)",
-        nodes=nodes,
-        first_divergent_node=None if first is None else first.name,
-        mechanism=None if first is None else first.mechanism,
-        outputs=judged.outputs,
-        notes=notes,
-    )
+def assemble(target: Target, run: ModelRun, nodes: list[NodeReport],
+             judged: Judgement) -> tuple[CandidateNodes, CandidateVerdict]:  # fmt: skip
+    """The candidate's report and verdict (:func:`hwbench.evaluator.candidate.judged_candidate`)."""
+    return judged_candidate(target.device, target.mode, judged, nodes, engine=run.engine, execution=run.execution,
+                            arithmetic=run.arithmetic, ulps=ulp_format(target.profile),
+                            notes=[run.note] if run.note else [])  # fmt: skip
 
 
 def judge_run(run: ModelRun, base: Baselines, settings: ModelSettings) -> Judgement:

@@ -149,13 +149,3 @@ def _ort_version() -> str:
 def _first_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:240]}"
-
-
-def nudged(feeds: Mapping[str, np.ndarray], direction: float = np.inf) -> dict[str, np.ndarray]:
-    """The inputs with every float element moved one ulp (toward ``direction``): the ensemble
-    member whose spread is the noise any correct fp32 computation of the model shows."""
-    out = {}
-    for name, value in feeds.items():
-        v = np.asarray(value)
-        out[name] = np.nextafter(v, np.asarray(direction, v.dtype)) if v.dtype.kind == "f" else v
-    return out

@@ -19,8 +19,8 @@ import numpy as np
 
 from hwbench.core.errors import UsageError
 from hwbench.core.files import check_input_file
+from hwbench.evaluator.judge import Criteria
 from hwbench.plugins.kernels.model.inputs import InputOptions
-from hwbench.plugins.kernels.model.judge import Criteria
 
 BACKENDS = ("numpy", "jax")
 DEFAULT_BACKEND = "numpy"
@@ -64,7 +64,8 @@ class ModelSettings:
         backend = str(options.get("backend") or DEFAULT_BACKEND)
         if backend not in BACKENDS:
             raise UsageError(f"unknown evaluator backend '{backend}'; choose from: {', '.join(BACKENDS)}")
-        criteria = Criteria(_tolerance(options, "rtol"), _tolerance(options, "atol"), _labels(options))
+        rtol, atol = _tolerance(options, "rtol"), _tolerance(options, "atol")
+        criteria = Criteria(rtol, atol, top1=True, labels=_labels(options))  # a network's 2-D output: a classifier's
         if options.get("precision_map") and not criteria.tolerances:
             raise UsageError(
                 "--precision-map needs a target the outputs must meet: give --rtol and/or --atol "
