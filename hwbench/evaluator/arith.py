@@ -642,6 +642,17 @@ class Arith:
         return getattr(self.lower(x), "dtype", self.dtype)
 
 
+def native_arith(dtype: str, backend: str = "jax", *, label: str | None = None) -> Arith:
+    """The host's native IEEE arithmetic in ``dtype`` on ``backend``: an audit's float64 reference
+    and its fp32 floor (``label``: how reports name it; by default as those)."""
+    from hwbench.core.engines.jax_engine import JaxOps
+    from hwbench.core.engines.numpy_engine import NumpyOps
+
+    ops = JaxOps(dtype) if backend == "jax" else NumpyOps(dtype)
+    bits = np.dtype(dtype).itemsize * 8
+    return Arith(ops, backend, label=label or ("float64 reference" if bits == 64 else f"cpu:fp{bits} (native IEEE)"))
+
+
 def amax_scaled(x: np.ndarray, top: float) -> tuple[np.ndarray, np.ndarray]:
     """``(x * scale, 1 / scale)`` for the per-tensor scaling of an fp8 GEMM operand, in ``x``'s type
     (fp32 on the devices): ``scale = top / amax(x)`` rounded to that type, as Transformer Engine's

@@ -90,15 +90,6 @@ def resolve_target(registry: Registry, spec: str, mode: str | None = None, seed:
     return Target(name, chosen, device.numerics(chosen), arith, seed)
 
 
-def native_arith(dtype: str) -> Arith:
-    """The host's native IEEE arithmetic (the float64 reference, the fp32 floor)."""
-    from hwbench.core.engines.jax_engine import JaxOps
-    from hwbench.evaluator.arith import Arith
-
-    label = "float64 reference" if dtype == "float64" else "cpu fp32 (native IEEE)"
-    return Arith(JaxOps(dtype), "jax", label=label)
-
-
 def run_function(
     fn: Callable[..., Any], args: Sequence[Any], device: str, *, mode: str | None = None, seed: int = 0
 ) -> Any:
@@ -121,6 +112,8 @@ class Baselines:
 
 
 def baselines(program: FunctionProgram, flat: Sequence[np.ndarray]) -> Baselines:
+    from hwbench.evaluator.arith import native_arith
+
     reference, seconds = _timed(compiled_for(program, "float64", lambda: native_arith("float64"), True), flat)
     fp32 = compiled_for(program, "float32", lambda: native_arith("float32"), True)
     given, s1 = _timed(fp32, flat)

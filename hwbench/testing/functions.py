@@ -41,8 +41,9 @@ def assert_device_close(
     outputs in ``fn``'s tree. A device that cannot run functions, an untraceable function or
     arguments that are not arrays raise :class:`hwbench.core.errors.UsageError`."""
     from hwbench.core.plugins import get_registry
+    from hwbench.evaluator.arith import native_arith
     from hwbench.evaluator.judge import Criteria, beyond
-    from hwbench.library.function import native_arith, resolve_target
+    from hwbench.library.function import resolve_target
     from hwbench.library.function_cache import compiled_for, program_for
 
     criteria = Criteria(rtol, atol, ulps)

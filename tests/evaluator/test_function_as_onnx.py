@@ -28,12 +28,12 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from hwbench.core.plugins import get_registry  # noqa: E402
+from hwbench.evaluator.arith import native_arith  # noqa: E402
 from hwbench.evaluator.compare import node_error  # noqa: E402
 from hwbench.evaluator.jaxpr.program import FunctionProgram  # noqa: E402
 from hwbench.evaluator.onnx.evaluate import compile_graph  # noqa: E402
 from hwbench.evaluator.onnx.graph import OnnxGraph  # noqa: E402
 from hwbench.evaluator.records import NodeInfo  # noqa: E402
-from hwbench.library.function import native_arith  # noqa: E402
 from hwbench.plugins.devices.arithmetic import device_arith  # noqa: E402
 
 T, B, N = 4, 3, 8

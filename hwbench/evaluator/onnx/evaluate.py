@@ -152,9 +152,9 @@ def evaluate(
 
 
 def _host(dtype: np.dtype) -> Arith:
-    from hwbench.core.engines.numpy_engine import NumpyOps
+    from hwbench.evaluator.arith import native_arith
 
-    return Arith(NumpyOps(dtype), "numpy", label="host (constant folding)")
+    return native_arith(str(dtype), "numpy", label="host (constant folding)")
 
 
 def _run_node(graph: OnnxGraph, index: int, call: Call, hook: NodeHook | None) -> list[Any]:

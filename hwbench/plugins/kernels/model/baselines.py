@@ -37,11 +37,9 @@ class Baselines:
 
 def reference_run(model: ModelFile, feeds: Mapping[str, np.ndarray]) -> ModelRun:
     """The float64 reference: numpy, every node's output kept."""
-    from hwbench.core.engines.numpy_engine import NumpyOps
-    from hwbench.evaluator.arith import Arith
+    from hwbench.evaluator.arith import native_arith
 
-    arith = Arith(NumpyOps("float64"), "numpy", label="float64 reference")
-    run = evaluator_run(model.graph, arith, feeds, intermediates=True, execution="real")
+    run = evaluator_run(model.graph, native_arith("float64", "numpy"), feeds, intermediates=True, execution="real")
     run.engine = "hwbench evaluator (numpy float64)"
     return run
 
@@ -56,12 +54,9 @@ def cpu_fp32(model: ModelFile, feeds: Mapping[str, np.ndarray], marks: list[str]
 
 def evaluator_fp32(model: ModelFile, feeds: Mapping[str, np.ndarray], backend: str) -> ModelRun:
     """The evaluator's own fp32 path (where ONNX Runtime does not implement the graph)."""
-    from hwbench.core.engines.jax_engine import JaxOps
-    from hwbench.core.engines.numpy_engine import NumpyOps
-    from hwbench.evaluator.arith import Arith
+    from hwbench.evaluator.arith import native_arith
 
-    ops = JaxOps("float32") if backend == "jax" else NumpyOps("float32")
-    return evaluator_run(model.graph, Arith(ops, backend, label="cpu:fp32 (native IEEE)"), feeds, execution="real")
+    return evaluator_run(model.graph, native_arith("float32", backend), feeds, execution="real")
 
 
 def baselines(model: ModelFile, feeds: Mapping[str, np.ndarray], backend: str = "numpy") -> Baselines:
