@@ -38,6 +38,7 @@ from hwbench.core.bench import STUDY_SEED
 from hwbench.core.errors import EXIT_UNAVAILABLE, EXIT_USAGE
 from hwbench.core.kernel import Workload
 from hwbench.core.results import BenchResult, RunResult, Timing
+from hwbench.core.runner import host_memory_estimate
 
 CELLS = 64  # the smallest connected io-ehh network: a 4^3 torus
 NGJ = 640  # directed gap junctions of that network: mean degree 10 x 64 cells (the study's rounding: exact here)
@@ -167,9 +168,8 @@ def assert_memory(t: Timing) -> None:
     estimate (which the memory guard refuses sizes by), the process's resident size at its start."""
     memory = t.memory
     assert memory is not None
-    assert memory.estimate_bytes == host.load_registry(entry_point_plugins=False, env={}).kernel(
-        "io-ehh"
-    ).memory_estimate(t.ncells, connected=t.connected)
+    kernel = host.load_registry(entry_point_plugins=False, env={}).kernel("io-ehh")
+    assert memory.estimate_bytes == host_memory_estimate(kernel, t.ncells, t.connected)
     if not Path("/proc/self/clear_refs").exists():
         assert memory.status == "not measured" and memory.reason
         return
@@ -409,7 +409,7 @@ def test_bench_refuses_every_size_that_does_not_fit_before_running_any(
     refused = []
     for n in PUBLISHED_EDGES:
         for connected in (False, True):
-            need = kernel.memory_estimate(n**3, connected=connected) + trace_bytes(n**3, 1)
+            need = host_memory_estimate(kernel, n**3, connected) + trace_bytes(n**3, 1)
             named = f"{n**3:,} cells {'connected' if connected else 'unconnected'} need about {need / 2**30:.3g} GiB"
             assert (named in err) == (need > 0.8 * 2 * 2**30), (named, err)
             refused += [n] if need > 0.8 * 2 * 2**30 else []

@@ -17,7 +17,7 @@ from hwbench.core.errors import UnavailableError
 from hwbench.core.peak_memory import PeakMemory
 from hwbench.core.plugins import Registry
 from hwbench.core.results import BenchResult, Timing
-from hwbench.core.runner import build, complete_timing, measure_runs, prepare, timing_record
+from hwbench.core.runner import build, complete_timing, host_memory_estimate, measure_runs, prepare, timing_record
 
 PUBLISHED_EDGES = (*range(4, 21), *range(30, 101, 10))
 DEFAULT_EDGES = (4, 6, 8, 9, 10, 12, 16, 20)
@@ -123,7 +123,7 @@ def _time_config(
     executor, setup_s = build(prep, engine=engine)
     inputs = prep.kernel.default_inputs(prep.workload)
     runs = measure_runs(executor, prep.workload.state0, inputs, nsamples, plan.repeats, meter=meter)
-    used = memory.stop(prep.kernel.memory_estimate(size, connected=connected))
+    used = memory.stop(host_memory_estimate(prep.kernel, size, connected))
     timing = timing_record(prep, executor, setup_s, runs.samples, nsamples)
     timing = complete_timing(registry, prep, timing, runs, model=plan.energy_model)
     return timing.model_copy(update={"memory": used})

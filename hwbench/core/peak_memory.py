@@ -40,7 +40,7 @@ class MemoryReading(BaseModel, defer_build=True):
     status: Literal["measured", "not measured"]
     peak_bytes: int | None = Field(None, description="the most host memory the phase held at once, above its start")
     start_bytes: int | None = Field(None, description="the process's resident size when the phase started")
-    estimate_bytes: int | None = Field(None, description="the kernel's memory estimate (the guard's figure)")
+    estimate_bytes: int | None = Field(None, description="the host guard's estimate (kernel's + engine's)")
     method: str = METHOD
     reason: str | None = None
 

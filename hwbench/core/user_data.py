@@ -27,10 +27,10 @@ else:  # pragma: no cover - Python 3.10
 MAX_DEPTH = 100
 """Nesting levels a user's file may have (hwbench's own files nest fewer than 15)."""
 INT_LIMIT = 2**63 - 1
-"""Integers beyond +-(2^63 - 1) fit no database column and no hwbench field."""
+"""Integers outside [-2^63, 2^63 - 1] (64-bit signed, as SQLite, PostgreSQL and TOML hold them) are refused."""
 
 
-_RANGE = f"numbers must fit 64 bits (integers within +-{INT_LIMIT}, floats within +-1.8e308)"
+_RANGE = f"numbers must fit 64 bits (integers from {-INT_LIMIT - 1} to {INT_LIMIT}, floats within +-1.8e308)"
 
 
 class _Overflow(str):
@@ -63,7 +63,7 @@ def check_data(data: Any, origin: str) -> None:
         path, value, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise UsageError(f"{origin}: nested deeper than {MAX_DEPTH} levels; hwbench files nest far less")
-        too_big = isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT_LIMIT
+        too_big = isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT - 1 <= value <= INT_LIMIT
         if isinstance(value, _Overflow) or too_big:
             raise UsageError(
                 f"{origin}: {path or 'the top level'}: the number {_shown(str(value))} is out of range; {_RANGE}"

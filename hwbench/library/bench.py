@@ -147,7 +147,7 @@ def check_sizes(
     (the kernel's estimate plus the traces', against 80 % of the memory available now) is refused,
     all such sizes named with their estimates, so a long grid never stops part-way for want of memory."""
     from hwbench.core.host import GIB, available_memory_bytes
-    from hwbench.core.runner import check_shards, trace_bytes
+    from hwbench.core.runner import check_shards, host_memory_estimate, trace_bytes
     from hwbench.library.run import samples_for
 
     nsamples = samples_for(kernel, ms)
@@ -159,7 +159,7 @@ def check_sizes(
     too_big = []
     for size in sizes:
         for connected in connectivity:
-            need = kernel.memory_estimate(size, connected=connected) + trace_bytes(size, nsamples)
+            need = host_memory_estimate(kernel, size, connected) + trace_bytes(size, nsamples)
             if need > MEMORY_FRACTION * have:
                 kind = "connected" if connected else "unconnected"
                 too_big.append(f"{size:,} cells {kind} need about {need / GIB:.3g} GiB")

@@ -60,4 +60,8 @@ def test_hypothesis_finds_the_input_that_breaks_fp8(project: Path) -> None:
     assert out.returncode == 1, text[-3000:]
     assert re.search("Falsifying example|Failing test case", text)  # hypothesis's words, by version
     assert "the error first grows at test_fp8.py:14 (layer) dot_general" in text
-    assert re.search(r"mechanism: fp8 range: \d+ operand values more than 229376x below their tensor's", text)
+    assert re.search(
+        r"mechanism: (fp8 range: \d+ operand values more than 229376x below their tensor's|matrix-unit inputs rounded "
+        r"to fp8-e4m3fn \(3 fraction bits\))",
+        text,
+    )  # the two fp8 mechanisms the page names; which one the shrinker lands on varies

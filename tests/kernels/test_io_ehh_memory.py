@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from hwbench.core.runner import ENGINE_WORKING_BYTES, host_memory_estimate
 from hwbench.plugins.kernels.io_ehh import IoEhhKernel
-from hwbench.plugins.kernels.io_ehh.kernel import ENGINE_WORKING_BYTES
 
 SIZE = 216_000  # 60^3: large enough that the per-cell and per-junction terms dominate
 MEASURE = """
@@ -57,7 +57,7 @@ def test_estimate_bounds_the_measured_peak_without_overshooting(engine: str, dty
     if engine == "jax":
         pytest.importorskip("jax")
     peak = measured_peak(engine, dtype, connected)
-    estimate = IoEhhKernel().memory_estimate(SIZE, connected=connected)
+    estimate = host_memory_estimate(IoEhhKernel(), SIZE, connected)
     assert peak <= estimate, (peak, estimate)
     # the size-dependent part is within 4x of the whole measured peak (fixed costs included)
     assert estimate - ENGINE_WORKING_BYTES <= 4 * peak, (peak, estimate)

@@ -54,13 +54,9 @@ ARITH_PER_CONNECTED_CELL = 2
 ARITH_PER_JUNCTION = 7
 EXP_PER_JUNCTION = 1
 
-# Memory guard (IoEhhKernel.memory_estimate): the network generator's peak per directed junction
-# (measured 80-100 bytes at 216,000 and 10^6 cells), and what an engine holds whatever the size:
-# JAX's compiler and runtime measured 0.09-0.15 GiB, numpy none. TensorFlow and ONNX Runtime hold
-# far more (measured 2.3-3.6 and 0.7-1.4 GiB peak at 8,000-64,000 cells, mostly their import and
-# compiler); the estimate does not cover them, and bench's measured peaks show them.
+# Memory estimate (IoEhhKernel.memory_estimate): the network generator's peak per directed junction
+# (measured 80-100 bytes at 216,000 and 10^6 cells).
 BYTES_PER_JUNCTION = 128
-ENGINE_WORKING_BYTES = 256 * 1024**2
 
 # What one synaptic event is for io-ehh (the HPC-benchmarking guide asks every figure to say it).
 SYNAPTIC_EVENT = (
@@ -312,21 +308,22 @@ class IoEhhKernel(Kernel):
         return float(4 * workload.size * (2 * len(model.STATE_NAMES) + per_cell_arrays + 1) + ngj * (2 * 4 + 2 * 4))
 
     def memory_estimate(self, size: int, *, connected: bool = True) -> int:
-        """Host bytes for a workload and one engine run of it, traces apart (an upper bound for the memory guard).
+        """Bytes of a workload and one run's working arrays, traces and the engine itself apart (an upper bound).
 
         Per cell, at float64: the initial state and an engine's input and output state (3 x 14), every
         parameter as a per-cell array, and 40 elementwise temporaries of a step: 840 bytes. Per
         directed junction, 128 bytes: the network generator's transient arrays (measured 80-100 bytes
         per junction while the network is generated), which outweigh the kept int32 src/tgt and a
-        step's per-junction temporaries. Plus :data:`ENGINE_WORKING_BYTES`. Measured peaks (``hwbench bench`` reports
+        step's per-junction temporaries. The host guard adds the engine's fixed bytes
+        (:data:`hwbench.core.runner.ENGINE_WORKING_BYTES`). Measured peaks (``hwbench bench`` reports
         them per size): JAX and numpy, float32 and float64, 370-590 bytes per cell unconnected and
-        about 900 connected at 216,000-1,000,000 cells, 0.1-0.15 GiB fixed; this estimate is 2.3-2.5x
+        about 900 connected at 216,000-1,000,000 cells, 0.1-0.15 GiB fixed; the guard's figure is 2.3-2.5x
         those at 10^6 cells (docs/bench.md). The traces of a run are estimated apart
         (:func:`hwbench.core.runner.trace_bytes`), since they depend on its length.
         """
         per_cell = 8 * (3 * len(model.STATE_NAMES) + len(model.DEFAULT_PARAMS) + 40)
         ngj = network.DEFAULT_MEAN_DEGREE * size if connected else 0
-        return int(ENGINE_WORKING_BYTES + size * per_cell + ngj * BYTES_PER_JUNCTION)
+        return int(size * per_cell + ngj * BYTES_PER_JUNCTION)
 
 
 def shard_reach(n: int, rmax: float) -> int:
