@@ -37,16 +37,17 @@ def _line(fn, text: str) -> int:
 
 FP8_MECHANISM = (
     r"mechanism: (fp8 range: \d+ operand values more than 229376x below their tensor's largest magnitude rounded to 0 "
-    r"under per-tensor amax scaling \(fp8-e4m3fn\)|matrix-unit inputs rounded to fp8-e4m3fn \(3 fraction bits\))"
+    r"under per-tensor amax scaling \(fp8-e4m3fn\)|matrix-unit inputs rounded to fp8-e4m3fn \(3 fraction bits\)|"
+    r"non-finite: \d+ values became inf or NaN where the float64 reference is finite)"
 )
 
 
 def test_hypothesis_finds_the_input_that_breaks_fp8() -> None:
     """Values in the example's range pass on fp8 within 10 %; hypothesis finds an input that fp8
-    breaks, and the failure names fp8 as the mechanism: its range (values far below the tensor's
-    largest round to 0 under amax scaling) or its 3 fraction bits (terms that cancel). Which one the
-    shrinker lands on depends on the last ulp of the float64 reference, so both are accepted here
-    and each is pinned on a fixed input below."""
+    breaks, and the failure names what broke: fp8's range (values far below the tensor's largest
+    round to 0 under amax scaling), its 3 fraction bits (terms that cancel) or, for operands near
+    fp32's own limit, the descaled product overflowing fp32. Which one the shrinker lands on depends
+    on the last ulp of the float64 reference, so each is accepted here and pinned on a fixed input below."""
     assert_device_close(layer, X, W, device="h100:fp8-e4m3", rtol=0.1, atol=0.02)
 
     @settings(max_examples=200, deadline=None, database=None, derandomize=True, report_multiple_bugs=False)
@@ -76,6 +77,19 @@ def test_fp8_range_under_amax_scaling_is_named_on_the_input_docs_testing_quotes(
         "mechanism: fp8 range: 63 operand values more than 229376x below their tensor's largest magnitude rounded "
         "to 0 under per-tensor amax scaling (fp8-e4m3fn)"
     ) in str(failed.value)
+
+
+def test_a_descaled_product_beyond_fp32_is_named_non_finite() -> None:
+    """Operands near fp32's largest value: each is scaled into fp8's range, but undoing both scales
+    (1.7e38 / 448 times 1e8 / 448) overflows fp32, and a zero sum times infinity is NaN."""
+    x = np.full((4, 8), 1.7e38, np.float32)
+    w = np.zeros((8, 8), np.float32)
+    w[0, 0] = 1e8
+    with pytest.raises(AssertionError) as failed:
+        assert_device_close(layer, x, w, device="h100:fp8-e4m3", rtol=0.1, atol=0.02)
+    assert "mechanism: non-finite: 32 values became inf or NaN where the float64 reference is finite" in str(
+        failed.value
+    )
 
 
 def test_fp8_rounding_is_named_where_terms_cancel() -> None:
