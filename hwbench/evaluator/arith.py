@@ -195,19 +195,39 @@ class Arith:
         addition that reads it (an FMA, one rounding), also across nodes and after copying the
         product into several fusions: a softmax's ``x * c - max`` then differs from ``x * c`` by
         the product's rounding error, and its exp can overflow. A device that contracts says so
-        in its profile (modelled exactly by the emulating ops); elsewhere a product is rounded
-        before it is added. Rounded products (a narrower format) and saturated ones (a saturating
-        profile selects after every result) are apart already."""
+        in its profile (modelled exactly by the emulating ops; across an ONNX node's store, see
+        :meth:`kernel_output`); elsewhere a product is rounded before it is added. Rounded
+        products (a narrower format; a division by a constant is a product where the profile
+        lowers it so) and saturated ones (a saturating profile selects after every result) are
+        apart already."""
         if self.backend != "jax" or op not in ("mul", "div"):
             return out
         if self.emulating:
-            cls = OpClass.MUL if op == "mul" else OpClass.DIV
+            rule = self.ops.rules[OpClass.MUL if op == "mul" else OpClass.DIV]
+            if rule.lowering == "constant-reciprocal":  # a division by a constant may be a product
+                rule = self.ops.rules[OpClass.MUL]
             saturated = getattr(getattr(self.ops, "profile", None), "special_values", "ieee") == "saturate"
-            if getattr(self.ops, "contracts", False) or self.ops.rules[cls].rounds or saturated:
+            if getattr(self.ops, "contracts", False) or rule.rounds or saturated:
                 return out
         if self._zero is None or not _is_float(self.lower(out)):
             return self.once(out)
         return self.move(self._apart, out)
+
+    def kernel_output(self, x: Any) -> Any:
+        """``x`` as a kernel writes it to memory for the next kernel to read. On a contracting
+        device (whose ops fuse a product into an addition of the same node themselves) XLA:CPU
+        would also contract a node's product into another node's addition, which the numpy
+        backend never does and a device does not do across a store: a softmax after a global
+        average pool then computes ``x * c - max`` in one rounding while its max reads the rounded
+        ``x * c``, and every exp underflows (NaN). Kept apart here, as :meth:`_uncontracted` keeps
+        products apart on the other devices."""
+        if self.backend != "jax" or not self.emulating or not getattr(self.ops, "contracts", False):
+            return x
+        if not _is_float(self.lower(x)):
+            return x
+        if self._zero is None:
+            return self.once(x)
+        return self.move(self._apart, x)
 
     def _apart(self, v: Any) -> Any:
         """``v`` unchanged, through an integer OR with a zero the compiler cannot see: no FMA can

@@ -127,3 +127,31 @@ def test_node_errors_grow_along_the_graph_and_name_the_first_above_the_floor() -
     assert first is not None and first.name == "fc1" and first.max_ulps > 1000
     floor_only = node_errors(graph.infos, fp32, ref, floor=fp32)
     assert first_divergent(floor_only) is None
+
+
+@pytest.mark.parametrize("device", ["a100:tensorrt", "a100:cuda-fp32", "h100:fp8-e4m3"])
+def test_a_contracting_device_computes_the_same_bits_on_both_backends_across_nodes(device: str) -> None:
+    """A global average pool (a sum times 1/169) then a softmax, on a device whose compiler
+    contracts: each node's output is stored before the next reads it, so no FMA reaches from the
+    pool's product into the softmax's ``x - max`` (XLA:CPU would contract it, the numpy backend
+    never does: ``x * c - max`` then lies ~300 below 0 for values near 1e10 and every exp is 0,
+    the output NaN). Found on ONNX's light SqueezeNet, whose logits are all about 1.05e10."""
+    nodes = [
+        helper.make_node("GlobalAveragePool", ["x"], ["p"], name="pool"),
+        helper.make_node("Softmax", ["p"], ["y"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "pool-softmax",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 13, 13])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 1, 1])],
+    )
+    model = OnnxGraph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    x = np.random.default_rng(0).uniform(2.8e9, 1.4e10, (1, 64, 13, 13)).astype(np.float32)
+    name, mode = device.split(":")
+    outs = [
+        np.asarray(compile_graph(model, device_arith(get_registry(), name, mode, backend=b))({"x": x}).outputs["y"])
+        for b in ("numpy", "jax")
+    ]
+    assert np.isfinite(outs[0]).all()
+    np.testing.assert_array_equal(outs[1], outs[0])

@@ -138,6 +138,7 @@ def evaluate(
             if node.op_type in STATIC_RESULTS:
                 env[out_name] = value
                 continue
+            value = chip.kernel_output(value)
             if node.op_type in SUMMING:
                 value = chip.once(value)
             if store_every_node:
