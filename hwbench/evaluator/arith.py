@@ -296,6 +296,13 @@ class Arith:
     def maximum(self, a: Any, b: Any) -> Any:
         return self.ops.maximum(self._operand(a), self._operand(b)) if self.emulating else self.xp.maximum(a, b)
 
+    def combiner(self, op: str) -> Callable[[Any, Any], Any]:
+        """The binary op a scan or a scatter combines with: ``add``, ``mul`` (the device's rounding)
+        or ``max``, ``min`` (exact)."""
+        if op in ("add", "mul"):
+            return lambda a, b: self.binary(op, a, b)
+        return {"max": self.maximum, "min": self.minimum}[op]
+
     def where(self, cond: Any, a: Any, b: Any) -> Any:
         """A select: exact (the result is one of the operands)."""
         c = self.lower(cond)
@@ -621,12 +628,7 @@ class Arith:
         axis %= max(raw.ndim, 1)
         if not self.emulating or not _is_float(raw):
             return self.lift(_native_cumulative(xp, op, raw, axis, reverse))
-        combine = {
-            "add": lambda p, q: self.binary("add", p, q),
-            "mul": lambda p, q: self.binary("mul", p, q),
-            "max": self.maximum,
-            "min": self.minimum,
-        }[op]
+        combine = self.combiner(op)
         out = self.move(lambda v: xp.flip(v, axis), x) if reverse else x
         n, shift = raw.shape[axis], 1
         while shift < n:

@@ -142,12 +142,7 @@ def _reduce_in_order(c: Call, data: Any, updates: Any, positions: np.ndarray, re
     starts = np.r_[0, np.flatnonzero(np.diff(sorted_pos)) + 1]
     rank = np.empty_like(positions)
     rank[order] = np.arange(len(positions)) - np.repeat(starts, np.diff(np.r_[starts, len(positions)]))
-    combine = {
-        "add": lambda a, b: ar.binary("add", a, b),
-        "mul": lambda a, b: ar.binary("mul", a, b),
-        "max": ar.maximum,
-        "min": ar.minimum,
-    }[reduction]
+    combine = ar.combiner(reduction)
     for r in range(int(rank.max(initial=-1)) + 1):
         picked = np.flatnonzero(rank == r)
         where = positions[picked]
