@@ -159,6 +159,20 @@ def test_bad_input_is_refused_with_one_line() -> None:
         u.inner(np.ones((1, 8)), np.ones((2, 8)), np.zeros(1))
 
 
+def test_a_caller_that_rounded_its_operands_skips_only_the_representability_check() -> None:
+    """``rounded=True`` (the op-level evaluator's unit, which rounds its operands itself) gives the
+    checked product's bits; K must still come in whole blocks."""
+    u = matrix_unit("a100", "fp16")
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(shape).astype(np.float16).astype(np.float64) for shape in ((6, 16), (16, 5)))
+    assert np.array_equal(u.matmul(a, b, rounded=True), u.matmul(a, b))
+    with pytest.raises(UsageError, match="not representable in fp16"):
+        u.matmul(a + 1e-6, b)
+    strict = MatrixUnit(u.model.model_copy(update={"pad_k": False}))
+    with pytest.raises(UsageError, match="whole blocks of 8; got K=5"):
+        strict.matmul(np.ones((1, 5)), np.ones((5, 1)), rounded=True)
+
+
 def test_padding_k_with_zero_products_changes_nothing() -> None:
     u = matrix_unit("h100", "tf32", backend="reference")
     rng = np.random.default_rng(0)

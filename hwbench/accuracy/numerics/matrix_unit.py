@@ -117,8 +117,12 @@ class MatrixUnit:
 
         return inner_vec(self.model, a2, b2, c1, backend=self.backend)
 
-    def matmul(self, a: Any, b: Any, c: Any = None) -> np.ndarray:
-        """``A @ B + C`` with every element an inner product of this unit: A (M, K), B (K, N), C (M, N)."""
+    def matmul(self, a: Any, b: Any, c: Any = None, *, rounded: bool = False) -> np.ndarray:
+        """``A @ B + C`` with every element an inner product of this unit: A (M, K), B (K, N), C (M, N).
+
+        Values a format cannot hold are refused (a UsageError naming the first), unless ``rounded``:
+        the caller rounded A and B to the input format and C to the output format itself, and the
+        check (a third of a small product's time) is skipped."""
         import numpy as np
 
         a2, b2 = _as_matrix(a, "A"), _as_matrix(b, "B")
@@ -128,7 +132,7 @@ class MatrixUnit:
         c2 = np.zeros((m, n)) if c is None else np.asarray(c, dtype=np.float64)
         if c2.shape != (m, n):
             raise UsageError(f"C must have shape ({m}, {n}); got {c2.shape}")
-        self._check(a2, b2, c2)
+        self._check(a2, b2, c2, representable=not rounded)
         if self.backend == "reference":
             rows = self.inner(np.repeat(a2, n, axis=0), np.tile(b2.T, (m, 1)), c2.reshape(-1))
             return rows.reshape(m, n)
@@ -136,7 +140,7 @@ class MatrixUnit:
 
         return matmul_vec(self.model, a2, b2, c2, backend=self.backend)
 
-    def _check(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    def _check(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, representable: bool = True) -> None:
         k, step = (a.shape[1] if a.ndim == 2 else 0), self.model.step_terms
         if k % step and not self.model.pad_k:
             whole = "blocks" if step == self.model.block_terms else "instructions"
@@ -144,6 +148,8 @@ class MatrixUnit:
                 f"{self.model.label} takes K in whole {whole} of {step}; got K={k} "
                 "(pad with zeros, or set pad_k=True in the model)"
             )
+        if not representable:
+            return
         fin = self.model.input_float
         for arr, what in ((a, "a"), (b, "b")):
             _check_representable(arr, fin, f"{what} ({self.model.input_format})")

@@ -105,7 +105,7 @@ class MatrixUnitOps:
     def matmul(self, a: Any, b: Any, precision: str | None = None) -> Any:
         va, vb = self._operand(a), self._operand(b)
         lead = va.shape[:-1]
-        out = self.unit.matmul(va.reshape(-1, va.shape[-1]), vb)
+        out = self.unit.matmul(va.reshape(-1, va.shape[-1]), vb, rounded=True)  # rounded by _operand
         return self._result(out.reshape(*lead, vb.shape[-1]), a)
 
     def conv2d(self, x: Any, w: Any, padding: tuple[int, int], precision: str | None = None) -> Any:
@@ -120,7 +120,7 @@ class MatrixUnitOps:
         ho, wo = h - fh + 1, wd - fw + 1
         cols = np.lib.stride_tricks.sliding_window_view(xp, (fh, fw), axis=(1, 2))  # (n, ho, wo, c, fh, fw)
         patches = cols.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, fh * fw * cin)
-        out = self.unit.matmul(patches, vw.reshape(fh * fw * cin, cout))
+        out = self.unit.matmul(patches, vw.reshape(fh * fw * cin, cout), rounded=True)
         return self._result(out.reshape(n, ho, wo, cout), x)
 
     def _operand(self, x: Any) -> np.ndarray:
