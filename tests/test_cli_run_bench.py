@@ -164,8 +164,10 @@ def assert_timing(t: Timing, *, engine: str, ncells: int, ngj: int, connected: b
 
 
 def assert_memory(t: Timing) -> None:
-    """The configuration's peak host memory: measured on Linux, above zero, within the kernel's
-    estimate (which the memory guard refuses sizes by), the process's resident size at its start."""
+    """The configuration's peak host memory: measured on Linux, within the host guard's estimate
+    (which sizes are refused by), the process's resident size at its start. It may be 0: a 64-cell
+    run in a test process of several GiB can live in memory the allocator already holds
+    (tests/test_peak_memory.py checks that a phase counts what it allocates)."""
     memory = t.memory
     assert memory is not None
     kernel = host.load_registry(entry_point_plugins=False, env={}).kernel("io-ehh")
@@ -175,7 +177,7 @@ def assert_memory(t: Timing) -> None:
         return
     assert memory.status == "measured" and "VmHWM" in memory.method
     assert memory.peak_bytes is not None and memory.start_bytes is not None
-    assert 0 < memory.peak_bytes <= memory.estimate_bytes
+    assert 0 <= memory.peak_bytes <= memory.estimate_bytes
     assert memory.start_bytes > 10 * 2**20  # an interpreter with numpy loaded: tens of MiB at least
 
 
