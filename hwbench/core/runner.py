@@ -39,6 +39,30 @@ def host_memory_estimate(kernel: Kernel, size: int, connected: bool) -> int:
     return ENGINE_WORKING_BYTES + kernel.memory_estimate(size, connected=connected)
 
 
+def check_disconnectable(kernel: Kernel) -> None:
+    """Refuse ``connected=False`` (``--unconnected``) for a kernel it would not change (a GEMM, a
+    feed-forward LIF network), rather than ignore it: its workload at the default size, built with
+    and without connections, is the same (arrays, parameters and initial state)."""
+    size = kernel.info.default_size
+    with_, without = (kernel.make_workload(size, connected=flag, seed=0) for flag in (True, False))
+    if _same((with_.arrays, with_.params, with_.state0), (without.arrays, without.params, without.state0)):
+        raise UsageError(
+            f"kernel '{kernel.name}' has no connections to remove: unconnected (--unconnected) would change "
+            "nothing; leave it out (kernels with connections: io-ehh's gap junctions, lif-recurrent's recurrent "
+            "weights, leaky-ring's ring)"
+        )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, through dicts, tuples and lists, arrays element by element (NaNs alike)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    x, y = np.asarray(a), np.asarray(b)
+    return x.shape == y.shape and bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"))
+
+
 def check_memory(kernel: Kernel, size: int, connected: bool, *, fraction: float = 0.8) -> int:
     """Refuse up front, with the estimate, a size that cannot fit in host RAM (never OOM-kill)."""
     need = host_memory_estimate(kernel, size, connected)

@@ -147,9 +147,11 @@ def check_sizes(
     (the kernel's estimate plus the traces', against 80 % of the memory available now) is refused,
     all such sizes named with their estimates, so a long grid never stops part-way for want of memory."""
     from hwbench.core.host import GIB, available_memory_bytes
-    from hwbench.core.runner import check_shards, host_memory_estimate, trace_bytes
+    from hwbench.core.runner import check_disconnectable, check_shards, host_memory_estimate, trace_bytes
     from hwbench.library.run import samples_for
 
+    if tuple(connectivity) == (False,):  # --unconnected-only; the default pair keeps both rows
+        check_disconnectable(kernel)
     nsamples = samples_for(kernel, ms)
     for size in sizes:
         for connected in connectivity:

@@ -244,8 +244,10 @@ def _preflight(
     probe_cells: int | None,
 ) -> tuple[int, int]:
     """Size and probe samples, with every check that can fail made before anything is built."""
-    from hwbench.core.runner import check_memory, check_trace_memory
+    from hwbench.core.runner import check_disconnectable, check_memory, check_trace_memory
 
+    if not connected and loaded is None:
+        check_disconnectable(k)
     size = loaded.size if loaded is not None else cells or k.info.default_size
     if loaded is not None:  # another kernel's file, or a time step out of range (dt = 0), before it divides
         k.check_workload(loaded)

@@ -190,6 +190,18 @@ CASES: list[Case] = [
     # ---------------------------------------------------------------- options that cannot combine
     Case("run-workload+cells", ["run", "--workload", "w64.npz", "--cells", "64"], 2, "--workload cannot be combined"),
     Case("run-workload+unconn", ["run", "--workload", "w64.npz", "--unconnected"], 2, "with --unconnected"),
+    *[
+        Case(
+            f"run-unconnected-{k}", ["run", "--kernel", k, "--unconnected", "--ms", "2"], 2, "no connections to remove"
+        )
+        for k in ("gemm", "lif", "lif-current")
+    ],
+    Case(
+        "bench-unconnected-only-lif",
+        ["bench", "--kernel", "lif", "--unconnected-only", "--repeats", "1"],
+        2,
+        "no connections to remove",
+    ),
     Case("run-workload+seed", ["run", "--workload", "w64.npz", "--seed", "3"], 2, "with --seed"),
     Case("run-workload+set", ["run", "--workload", "w64.npz", "--set", "dt=0.01"], 2, "with --set"),
     Case("run-out=save", [*RUN, "--out", "x.npz", "--save-workload", "x.npz"], 2, "name the same file"),

@@ -136,6 +136,16 @@ def test_unconnected_recurrent_network_has_no_recurrent_weights() -> None:
     assert wl.meta["connected"] is False
 
 
+def test_only_the_recurrent_network_has_connections_to_remove() -> None:
+    """``--unconnected`` is refused where it would change nothing (a feed-forward network), not ignored."""
+    from hwbench.core.runner import check_disconnectable
+
+    check_disconnectable(LifRecurrentKernel())
+    for kernel in (LifKernel(), LifCurrentKernel()):
+        with pytest.raises(UsageError, match=f"kernel '{kernel.name}' has no connections to remove"):
+            check_disconnectable(kernel)
+
+
 def test_current_kernel_scales_weights_by_one_minus_alpha() -> None:
     plain = LifKernel().make_workload(32, seed=1)
     current = LifCurrentKernel().make_workload(32, seed=1, alpha=0.8)
