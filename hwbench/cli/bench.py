@@ -18,7 +18,7 @@ from hwbench.core.bench import DEFAULT_EDGES, PUBLISHED_EDGES, STUDY_SEED, Bench
 from hwbench.core.errors import UsageError
 from hwbench.core.plugins import get_registry
 from hwbench.core.results import BenchResult, Timing
-from hwbench.library.bench import bench_plan, check_sizes, default_out, resolve_devices
+from hwbench.library.bench import bench_plan, check_sizes, default_out, networks, resolve_devices
 from hwbench.library.progress import RichProgress
 
 # Options of one kind of kernel only: given with the other, they would be ignored, so they are refused.
@@ -135,7 +135,7 @@ def bench(
     if connected_only and unconnected_only:
         raise UsageError("--connected-only and --unconnected-only exclude each other")
     size_list = cells_list or sizes or [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
-    connectivity = (True,) if connected_only else (False,) if unconnected_only else (False, True)
+    connectivity = networks(k, (True,) if connected_only else (False,) if unconnected_only else (False, True))
     check_sizes(k, size_list, connectivity, ms, shard)
     names = "+".join(d for d, _ in targets)
     out_dir = default_out(out, names, kernel)

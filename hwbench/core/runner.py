@@ -39,13 +39,18 @@ def host_memory_estimate(kernel: Kernel, size: int, connected: bool) -> int:
     return ENGINE_WORKING_BYTES + kernel.memory_estimate(size, connected=connected)
 
 
-def check_disconnectable(kernel: Kernel) -> None:
-    """Refuse ``connected=False`` (``--unconnected``) for a kernel it would not change (a GEMM, a
-    feed-forward LIF network), rather than ignore it: its workload at the default size, built with
-    and without connections, is the same (arrays, parameters and initial state)."""
+def disconnectable(kernel: Kernel) -> bool:
+    """Whether ``connected=False`` (``--unconnected``) changes ``kernel``'s workload: built at the
+    default size with and without connections, its arrays, parameters or initial state differ. Not
+    for a GEMM or a feed-forward LIF network, which have no connections to remove."""
     size = kernel.info.default_size
     with_, without = (kernel.make_workload(size, connected=flag, seed=0) for flag in (True, False))
-    if _same((with_.arrays, with_.params, with_.state0), (without.arrays, without.params, without.state0)):
+    return not _same((with_.arrays, with_.params, with_.state0), (without.arrays, without.params, without.state0))
+
+
+def check_disconnectable(kernel: Kernel) -> None:
+    """Refuse ``connected=False`` for a kernel it would not change, rather than ignore it."""
+    if not disconnectable(kernel):
         raise UsageError(
             f"kernel '{kernel.name}' has no connections to remove: unconnected (--unconnected) would change "
             "nothing; leave it out (kernels with connections: io-ehh's gap junctions, lif-recurrent's recurrent "

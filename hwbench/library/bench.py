@@ -86,12 +86,11 @@ def bench(
     if k.info.family == "dl":
         raise UsageError(f"hwbench.bench does not take DL primitives yet; use 'hwbench bench --kernel {kernel}'")
     targets = resolve_devices(registry, k, [device] if isinstance(device, str) else list(device), mode, tuple(engines))
-    if not connectivity:
-        raise UsageError("connectivity must name at least one of False (unconnected) and True (connected)")
+    connectivity = networks(k, connectivity)
     size_list = list(cells) if cells else [n**3 for n in (PUBLISHED_EDGES if full else DEFAULT_EDGES)]
-    check_sizes(k, size_list, tuple(connectivity), ms, shard)
+    check_sizes(k, size_list, connectivity, ms, shard)
     plan = BenchPlan(kernel=kernel, devices=targets, engines=tuple(engines) or (None,), sizes=size_list,
-                     connectivity=tuple(connectivity), simulated_ms=ms, repeats=repeats, energy=energy,
+                     connectivity=connectivity, simulated_ms=ms, repeats=repeats, energy=energy,
                      energy_model=energy_model, seed=seed, shards=shard)  # fmt: skip
     names = "+".join(d for d, _ in targets)
     result = bench_plan(registry, plan, default_out(out, names, kernel), make_progress(progress))
@@ -139,6 +138,22 @@ def check_device(registry: Registry, kernel: Kernel, device: str, mode: str | No
         registry.engine(name)
 
 
+def networks(kernel: Kernel, connectivity: Sequence[bool]) -> tuple[bool, ...]:
+    """The networks to time (False: unconnected, True: connected). For a kernel without connections
+    (:func:`~hwbench.core.runner.disconnectable`) both are one network, timed once as connected;
+    unconnected alone is refused for it."""
+    from hwbench.core.runner import check_disconnectable, disconnectable
+
+    asked = tuple(dict.fromkeys(bool(c) for c in connectivity))
+    if not asked:
+        raise UsageError("connectivity must name at least one of False (unconnected) and True (connected)")
+    if False not in asked or disconnectable(kernel):
+        return asked
+    if True not in asked:
+        check_disconnectable(kernel)
+    return (True,)
+
+
 def check_sizes(
     kernel: Kernel, sizes: list[int], connectivity: tuple[bool, ...], ms: float, shard: int | None = None
 ) -> None:
@@ -147,11 +162,9 @@ def check_sizes(
     (the kernel's estimate plus the traces', against 80 % of the memory available now) is refused,
     all such sizes named with their estimates, so a long grid never stops part-way for want of memory."""
     from hwbench.core.host import GIB, available_memory_bytes
-    from hwbench.core.runner import check_disconnectable, check_shards, host_memory_estimate, trace_bytes
+    from hwbench.core.runner import check_shards, host_memory_estimate, trace_bytes
     from hwbench.library.run import samples_for
 
-    if tuple(connectivity) == (False,):  # --unconnected-only; the default pair keeps both rows
-        check_disconnectable(kernel)
     nsamples = samples_for(kernel, ms)
     for size in sizes:
         for connected in connectivity:

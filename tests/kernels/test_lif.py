@@ -139,11 +139,16 @@ def test_unconnected_recurrent_network_has_no_recurrent_weights() -> None:
 def test_only_the_recurrent_network_has_connections_to_remove() -> None:
     """``--unconnected`` is refused where it would change nothing (a feed-forward network), not ignored."""
     from hwbench.core.runner import check_disconnectable
+    from hwbench.library.bench import networks
 
     check_disconnectable(LifRecurrentKernel())
+    assert networks(LifRecurrentKernel(), (False, True)) == (False, True)
     for kernel in (LifKernel(), LifCurrentKernel()):
         with pytest.raises(UsageError, match=f"kernel '{kernel.name}' has no connections to remove"):
             check_disconnectable(kernel)
+        assert networks(kernel, (False, True)) == (True,)  # bench times the one network once
+        with pytest.raises(UsageError, match="has no connections to remove"):
+            networks(kernel, (False,))
 
 
 def test_current_kernel_scales_weights_by_one_minus_alpha() -> None:
