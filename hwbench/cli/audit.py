@@ -17,7 +17,7 @@ from hwbench.cli.command import Command
 from hwbench.cli.common import parse_set
 from hwbench.cli.function_audit import function_options, with_function_route
 from hwbench.cli.model_options import model_criteria, model_inputs, model_settings, render_nodes
-from hwbench.cli.output import print_json, print_table, stderr, stdout
+from hwbench.cli.output import VERDICT_COLOR, print_json, print_overall, print_table, stderr, stdout
 from hwbench.cli.record import record_result, store_options
 from hwbench.cli.sharding import SHARD_OPTION
 from hwbench.core.audit_protocol import STUDY_SEED
@@ -212,17 +212,14 @@ def _render(registry: Registry, report: AuditReport) -> None:
                 escape(f"  from the baseline cache (--no-cache reruns them): {', '.join(cached)}"), highlight=False
             )
         for v in p.verdicts:
-            color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[v.verdict.value]
+            color = VERDICT_COLOR[v.verdict.value]
             stdout.print(
                 f"  [{color}]{v.verdict.value}[/{color}] " + escape(f"{v.device} [{v.mode}]: " + "; ".join(v.reasons)),
                 highlight=False,
             )
         render_nodes(p)
     _print_native_parts(report)
-    color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[report.verdict.value]
-    stdout.print(
-        f"\n[bold {color}]Overall: {report.verdict.value}[/bold {color}]  ({report.elapsed_s:.1f} s)", highlight=False
-    )
+    print_overall(report.verdict.value, report.elapsed_s)
 
 
 def _print_native_parts(report: AuditReport) -> None:

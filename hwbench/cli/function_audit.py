@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from hwbench.cli import validate
 from hwbench.cli.command import given
-from hwbench.cli.output import print_json, print_table, stderr, stdout
+from hwbench.cli.output import VERDICT_COLOR, print_json, print_overall, print_table, stderr, stdout
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -117,16 +117,13 @@ def render(report: AuditReport) -> None:
     print_table(f"{protocol.name}: {protocol.description}", headers, rows, narrow=True)
     for cand, verdict in zip(protocol.candidates, protocol.verdicts):
         _render_candidate(cand, verdict)
-    color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[report.verdict.value]
-    stdout.print(
-        f"\n[bold {color}]Overall: {report.verdict.value}[/bold {color}]  ({report.elapsed_s:.1f} s)", highlight=False
-    )
+    print_overall(report.verdict.value, report.elapsed_s)
 
 
 def _render_candidate(cand: CandidateNodes, verdict: CandidateVerdict) -> None:
     from hwbench.evaluator.jaxpr.primitives import MOVES
 
-    color = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[cand.verdict.value]
+    color = VERDICT_COLOR[cand.verdict.value]
     text = escape(f"{cand.device} [{cand.mode}]: " + "; ".join([*verdict.reasons, *cand.notes]))
     stdout.print(f"\n[{color}]{cand.verdict.value}[/{color}] {text}", highlight=False)
     above = [n for n in cand.nodes if n.above_floor and n.op_type not in MOVES]  # moves carry errors, make none

@@ -96,6 +96,16 @@ def rich_table(title: str, columns: Sequence[str], cells: list[list[str]], *, na
     return table
 
 
+VERDICT_COLOR = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}
+"""The rich colour of each verdict, wherever one is printed."""
+
+
+def print_overall(verdict: str, elapsed_s: float) -> None:
+    """An audit's last line: ``Overall: FAIL  (19.4 s)``, in the verdict's colour."""
+    color = VERDICT_COLOR[verdict]
+    _console("stdout").print(f"\n[bold {color}]Overall: {verdict}[/bold {color}]  ({elapsed_s:.1f} s)", highlight=False)
+
+
 def warn(message: str) -> None:
     from rich.markup import escape
 

@@ -21,7 +21,7 @@ from hwbench.accuracy.verdict import Verdict
 from hwbench.cli import validate
 from hwbench.cli.command import Command
 from hwbench.cli.model_options import model_inputs, model_settings, model_tolerances
-from hwbench.cli.output import print_json, print_table, stderr, stdout
+from hwbench.cli.output import VERDICT_COLOR, print_json, print_table, stderr, stdout
 from hwbench.cli.record import store_options
 from hwbench.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 
@@ -185,7 +185,6 @@ def _run_with_progress(plan: SweepPlan, scheduler: str | None, workers: int | No
 def _render(result: SweepResult, folder: Path) -> None:
     from hwbench.stress.sensitivity import summary_line
 
-    colour = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}
     if result.sensitivity:
         widths = sorted({b for r in result.sensitivity for b in r.verdicts})
         rows = []
@@ -223,7 +222,7 @@ def _render(result: SweepResult, folder: Path) -> None:
         f"cluster ({result.cluster['workers']} workers); wrote {folder / 'sweep.json'}",
         highlight=False,
     )
-    for verdict, col in colour.items():
+    for verdict, col in VERDICT_COLOR.items():
         n = sum(1 for cell in result.cells if cell.verdict and cell.verdict.value == verdict)
         if n:
             stdout.print(f"  [{col}]{verdict}[/{col}] {n}", highlight=False)
