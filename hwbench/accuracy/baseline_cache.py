@@ -56,6 +56,7 @@ from hwbench.core.disk_cache import (
     package_fingerprint,
     payload_intact,
     size_from_env,
+    workload_digest,
 )
 from hwbench.core.scenario import Checkpoint, Trace
 
@@ -129,7 +130,7 @@ def baseline_key(
         "scenario_sha256": digest(scenario),
         "kernel": kernel.name,
         "kernel_code_sha256": code_fingerprint(kernel),
-        "workload_sha256": digest({"params": workload.params, "arrays": workload.arrays, "state0": workload.state0}),
+        "workload_sha256": workload_digest(workload),
         "seed": scenario.seed,
         "device": device.name,
         "device_code_sha256": code_fingerprint(device),

@@ -54,6 +54,11 @@ def digest(obj: Any) -> str:
     return h.hexdigest()
 
 
+def workload_digest(workload: Any) -> str:
+    """SHA-256 of what a workload computes from: its parameters, arrays and initial state."""
+    return digest({"params": workload.params, "arrays": workload.arrays, "state0": workload.state0})
+
+
 def _source_files(classes: tuple[type, ...]) -> list[Path]:
     """The source files of ``classes`` (their whole MRO) and of the modules next to them."""
     files: set[Path] = set()

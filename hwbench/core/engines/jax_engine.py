@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from hwbench.core.disk_cache import code_fingerprint, digest
+from hwbench.core.disk_cache import code_fingerprint, digest, workload_digest
 from hwbench.core.engine import Engine, Executor, OpsWrapper, RunOutput, kernel_params, load_inputs
 from hwbench.core.engines import _loop
 from hwbench.core.engines.program_cache import ProgramCache, fresh_compile, program_key, trace_key_of, unique_name
@@ -636,14 +636,13 @@ class JaxExecutor(Executor):
         ops_key = trace_key_of(self.ops)
         if ops_key is None:
             return None
-        w = self.workload
         return program_key(
             {
                 "engine": "jax",
                 "kernel": self.kernel.name,
                 "kernel_code_sha256": code_fingerprint(self.kernel),
                 "kernel_state_sha256": digest(vars(self.kernel)),
-                "workload_sha256": digest({"params": w.params, "arrays": w.arrays, "state0": w.state0}),
+                "workload_sha256": workload_digest(self.workload),
                 "ops": ops_key,
                 "ops_code_sha256": code_fingerprint(self.ops),
                 "dtype": str(self.dtype),
