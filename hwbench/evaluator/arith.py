@@ -209,9 +209,7 @@ class Arith:
             saturated = getattr(getattr(self.ops, "profile", None), "special_values", "ieee") == "saturate"
             if getattr(self.ops, "contracts", False) or rule.rounds or saturated:
                 return out
-        if self._zero is None or not _is_float(self.lower(out)):
-            return self.once(out)
-        return self.move(self._apart, out)
+        return self._kept_apart(out)
 
     def kernel_output(self, x: Any) -> Any:
         """``x`` as a kernel writes it to memory for the next kernel to read. On a contracting
@@ -223,9 +221,12 @@ class Arith:
         products apart on the other devices."""
         if self.backend != "jax" or not self.emulating or not getattr(self.ops, "contracts", False):
             return x
-        if not _is_float(self.lower(x)):
-            return x
-        if self._zero is None:
+        return self._kept_apart(x) if _is_float(self.lower(x)) else x
+
+    def _kept_apart(self, x: Any) -> Any:
+        """``x`` out of XLA's reach for contraction: through :meth:`_apart`, or computed once
+        (a barrier) where there is no opaque zero or ``x`` is not a float."""
+        if self._zero is None or not _is_float(self.lower(x)):
             return self.once(x)
         return self.move(self._apart, x)
 
